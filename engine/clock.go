@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+)
+
+// clock is the engine's notion of now, in whole unix seconds. It is the
+// maximum of the wall clock and the highest time already observed or
+// persisted, so it never runs backwards: a wall clock that jumps back
+// neither un-expires an item nor gives a write a _ts older than an earlier
+// write's.
+type clock struct {
+	wall func() time.Time
+	high atomic.Int64
+}
+
+func newClock(wall func() time.Time, floor int64) *clock {
+	c := &clock{wall: wall}
+	c.high.Store(floor)
+	return c
+}
+
+// now returns the current second and raises the high mark to it.
+func (c *clock) now() int64 {
+	w := c.wall().Unix()
+	for {
+		h := c.high.Load()
+		if w <= h {
+			return h
+		}
+		if c.high.CompareAndSwap(h, w) {
+			return w
+		}
+	}
+}
+
+// observe raises the high mark to t (a _ts found on disk, say).
+func (c *clock) observe(t int64) {
+	for {
+		h := c.high.Load()
+		if t <= h || c.high.CompareAndSwap(h, t) {
+			return
+		}
+	}
+}
+
+// highest is the high mark without reading the wall clock.
+func (c *clock) highest() int64 { return c.high.Load() }
+
+// The CLOCK file holds the clock's high mark between manifest writes, so
+// that even a crash (which skips Close) loses at most a second of observed
+// time: 8 bytes of unix seconds, little endian, then their crc32c.
+const clockName = "CLOCK"
+
+// persistClock writes the high mark to the CLOCK file if it moved.
+func (db *DB) persistClock() error {
+	h := db.clock.highest()
+	if h <= db.clockPersisted.Load() {
+		return nil
+	}
+	var b [12]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(h))
+	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[:8], castagnoli))
+	if err := writeFileAtomic(db.dir, clockName, b[:]); err != nil {
+		return err
+	}
+	db.clockPersisted.Store(h)
+	return nil
+}
+
+// readClockFile returns the high mark in dir's CLOCK file, or 0 if there is
+// none or it is damaged (the manifest and the records' _ts still bound the
+// clock from below).
+func readClockFile(dir string) int64 {
+	b, err := os.ReadFile(filepath.Join(dir, clockName))
+	if err != nil || len(b) != 12 || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
+		return 0
+	}
+	return int64(binary.LittleEndian.Uint64(b))
+}

@@ -1,0 +1,293 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ebbdb/ebb/index"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// Group commit. Every mutation goes through one goroutine, the commit loop,
+// which owns the journal. It takes whatever requests are waiting, validates
+// each against the index as of that moment, writes all that passed as
+// consecutive journal entries with one fsync, then applies them to the
+// memtables and index and answers them. Many concurrent writers thus share
+// one fsync, a write is acknowledged only after its fsync, and readers never
+// see a write that is not yet durable.
+//
+// Two writes to the same item never share a group: the second waits for the
+// next one, so each is validated against the state the first left.
+
+// Limits of one commit group.
+const (
+	maxGroupRequests = 512
+	maxGroupBytes    = 8 << 20
+)
+
+// commitReq is one request to the commit loop: item writes of one
+// container (committed all or none), or a control function run in the loop
+// between groups (container and policy changes, freezing memtables).
+type commitReq struct {
+	c       *Container
+	ops     []op
+	control func(now int64) error
+	done    chan struct{}
+
+	// Filled by the loop.
+	seq     uint64
+	recs    []segment.Record
+	sizes   []int
+	payload []byte
+	items   []Item
+	err     error
+}
+
+func (r *commitReq) finish(err error) {
+	r.err = err
+	close(r.done)
+}
+
+// commit submits ops and waits for their outcome.
+func (c *Container) commit(ctx context.Context, ops []op) ([]Item, error) {
+	req := &commitReq{c: c, ops: ops, done: make(chan struct{})}
+	if err := c.db.submit(ctx, req); err != nil {
+		return nil, err
+	}
+	<-req.done
+	return req.items, req.err
+}
+
+// control runs fn in the commit loop, serialized with all writes.
+func (db *DB) control(ctx context.Context, fn func(now int64) error) error {
+	req := &commitReq{control: fn, done: make(chan struct{})}
+	if err := db.submit(ctx, req); err != nil {
+		return err
+	}
+	<-req.done
+	return req.err
+}
+
+// submit hands req to the commit loop. Once it is accepted the loop always
+// answers it, even when the DB is closing.
+func (db *DB) submit(ctx context.Context, req *commitReq) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Close takes submitMu for writing before it stops the loop, so a
+	// request sent under the read lock is always seen by the loop.
+	db.submitMu.RLock()
+	defer db.submitMu.RUnlock()
+	if err := db.usable(); err != nil {
+		return err
+	}
+	select {
+	case db.commits <- req:
+		return nil
+	case <-db.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commitLoop is the only goroutine that writes the journal or changes which
+// items exist.
+func (db *DB) commitLoop() {
+	defer db.workers.Done()
+	var pending []*commitReq
+	for {
+		if len(pending) == 0 {
+			select {
+			case r := <-db.commits:
+				pending = append(pending, r)
+			case <-db.quit:
+				db.drainCommits()
+				return
+			}
+		}
+		pending = db.gather(pending)
+		pending = db.runGroup(pending)
+	}
+}
+
+// gather adds waiting requests to pending, within the group limits.
+func (db *DB) gather(pending []*commitReq) []*commitReq {
+	for len(pending) < maxGroupRequests {
+		select {
+		case r := <-db.commits:
+			pending = append(pending, r)
+		default:
+			return pending
+		}
+	}
+	return pending
+}
+
+// drainCommits answers the requests that were accepted before Close: they
+// still run, so an accepted write is never silently dropped.
+func (db *DB) drainCommits() {
+	for {
+		select {
+		case r := <-db.commits:
+			for rest := []*commitReq{r}; len(rest) > 0; {
+				rest = db.runGroup(rest)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// runGroup commits a prefix of reqs and returns the rest, still pending.
+func (db *DB) runGroup(reqs []*commitReq) []*commitReq {
+	if f := db.failure.Load(); f != nil {
+		for _, r := range reqs {
+			r.finish(db.usable())
+		}
+		return nil
+	}
+	if reqs[0].control != nil {
+		r := reqs[0]
+		r.finish(r.control(db.clock.now()))
+		return reqs[1:]
+	}
+	now := db.clock.now()
+	next := db.jnl.NextSeq()
+	type key struct {
+		c  *Container
+		id string
+	}
+	touched := make(map[key]struct{}, len(reqs))
+	var group []*commitReq
+	var payloads [][]byte
+	bytes := 0
+	rest := reqs[len(reqs):]
+outer:
+	for i, r := range reqs {
+		if r.control != nil || bytes >= maxGroupBytes {
+			rest = reqs[i:]
+			break
+		}
+		for _, o := range r.ops {
+			if _, dup := touched[key{r.c, o.id}]; dup {
+				rest = reqs[i:]
+				break outer
+			}
+		}
+		if err := r.c.prepare(r, now, next); err != nil {
+			r.finish(err)
+			continue
+		}
+		for _, o := range r.ops {
+			touched[key{r.c, o.id}] = struct{}{}
+		}
+		group = append(group, r)
+		payloads = append(payloads, r.payload)
+		bytes += len(r.payload)
+		next++
+	}
+	if len(group) == 0 {
+		return rest
+	}
+	first, err := db.jnl.Append(payloads...)
+	if err == nil && first != group[0].seq {
+		err = fmt.Errorf("ebb: journal assigned seq %d, expected %d", first, group[0].seq)
+	}
+	if err != nil {
+		db.fail(err)
+		for _, r := range group {
+			r.finish(fmt.Errorf("%w: journal write failed: %w", ErrClosed, err))
+		}
+		return rest
+	}
+	for _, r := range group {
+		r.c.apply(r)
+		r.finish(nil)
+	}
+	if db.memBytes.Load() >= db.opts.SealThreshold {
+		select {
+		case db.sealKick <- struct{}{}:
+		default:
+		}
+	}
+	return rest
+}
+
+// prepare validates r's ops against the index at now and encodes its
+// records with sequence seq. Nothing is changed.
+func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.deleted {
+		return c.notFound()
+	}
+	r.seq = seq
+	r.recs = r.recs[:0]
+	r.sizes = r.sizes[:0]
+	r.payload = r.payload[:0]
+	for i, o := range r.ops {
+		if err := c.check(o, now); err != nil {
+			if len(r.ops) > 1 {
+				return fmt.Errorf("batch operation %d: %w", i, err)
+			}
+			return err
+		}
+		rec := segment.Record{Op: segment.OpPut, Container: c.num, Seq: seq, TS: now, TTL: o.ttl, ID: o.id, Body: o.body}
+		if o.kind == opDelete {
+			rec.Op, rec.TTL, rec.Body = segment.OpDelete, 0, nil
+		}
+		n := len(r.payload)
+		r.payload = segment.AppendRecord(r.payload, &rec)
+		r.recs = append(r.recs, rec)
+		r.sizes = append(r.sizes, len(r.payload)-n)
+	}
+	return nil
+}
+
+// check applies the preconditions of one op; c.mu is held.
+func (c *Container) check(o op, now int64) error {
+	s, live := c.idx.Lookup(o.id, now)
+	switch {
+	case o.kind == opCreate && live:
+		return fmt.Errorf("%w: item %q already exists in container %q", ErrConflict, o.id, c.props.ID)
+	case (o.kind == opReplace || o.kind == opDelete) && !live:
+		return fmt.Errorf("%w: item %q in container %q", ErrNotFound, o.id, c.props.ID)
+	case o.ifMatch != "" && !live:
+		return fmt.Errorf("%w: item %q in container %q does not exist, so etag %s cannot match", ErrPreconditionFailed, o.id, c.props.ID, o.ifMatch)
+	case o.ifMatch != "" && etagOf(s.Seq) != o.ifMatch:
+		return fmt.Errorf("%w: item %q in container %q has etag %s, not %s", ErrPreconditionFailed, o.id, c.props.ID, etagOf(s.Seq), o.ifMatch)
+	}
+	return nil
+}
+
+// apply makes r's journaled records visible.
+func (c *Container) apply(r *commitReq) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deleted {
+		return
+	}
+	r.items = make([]Item, len(r.recs))
+	for i := range r.recs {
+		rec := &r.recs[i]
+		c.applyRecord(*rec, r.sizes[i])
+		if rec.Op == segment.OpPut {
+			r.items[i] = makeItem(rec)
+		}
+	}
+}
+
+// applyRecord adds one journaled record to the memtable and index; c.mu is
+// held for writing. Recovery replays the journal through it too.
+func (c *Container) applyRecord(rec segment.Record, size int) {
+	loc := c.mem.add(rec, size)
+	c.db.memBytes.Add(int64(size))
+	if rec.Op == segment.OpDelete {
+		c.idx.Delete(rec.ID)
+		return
+	}
+	expire := c.history.ExpiresAt(rec.TS, rec.TTL)
+	c.idx.Put(index.Slot{ID: rec.ID, Loc: loc, Seq: rec.Seq, TS: rec.TS, Expire: expire, TTL: rec.TTL, Size: uint32(size)})
+	c.noteExpiry(expire)
+}

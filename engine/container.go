@@ -1,0 +1,300 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ebbdb/ebb/index"
+	"github.com/ebbdb/ebb/policy"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// Container is a handle to one container of items. It is safe for
+// concurrent use. After DeleteContainer every call answers ErrNotFound.
+type Container struct {
+	db  *DB
+	num uint32 // never reused, so records of a deleted container stay dead
+
+	mu      sync.RWMutex // guards everything below
+	props   ContainerProperties
+	history policy.History
+	idx     *index.Index
+	mem     *memtable // active: takes new writes
+	frozen  *memtable // being sealed, or nil
+	files   map[uint32]*segFile
+	deleted bool
+
+	// nextDue is idx.NextDue() as of the last change, so that readers can
+	// tell without the write lock whether expiries are waiting to be marked.
+	nextDue atomic.Int64
+}
+
+func newContainer(db *DB, num uint32, props ContainerProperties, h policy.History) *Container {
+	c := &Container{
+		db:      db,
+		num:     num,
+		props:   props,
+		history: h,
+		idx:     index.New(),
+		mem:     newMemtable(db.memGen),
+		files:   make(map[uint32]*segFile),
+	}
+	c.nextDue.Store(index.Never)
+	return c
+}
+
+// ID is the container's id.
+func (c *Container) ID() string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.props.ID
+}
+
+// Properties returns the container's current properties.
+func (c *Container) Properties() ContainerProperties {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.props.clone()
+}
+
+// SetProperties changes the container's DefaultTTL and indexing mode; the
+// id must stay the same. A new DefaultTTL applies at once and retroactively:
+// items whose _ts plus the new TTL has passed expire now. Removing it turns
+// TTL off, keeping items' own ttl values for when it is turned on again.
+// Items that expired stay expired whatever the change (expiry is final).
+func (c *Container) SetProperties(ctx context.Context, props ContainerProperties) error {
+	if err := props.validate(); err != nil {
+		return err
+	}
+	props = props.clone()
+	return c.db.control(ctx, func(now int64) error {
+		c.mu.Lock()
+		if c.deleted {
+			c.mu.Unlock()
+			return c.notFound()
+		}
+		if props.ID != c.props.ID {
+			c.mu.Unlock()
+			return fmt.Errorf("%w: container %q: SetProperties cannot change the id to %q", ErrInvalidProperties, c.props.ID, props.ID)
+		}
+		old, oldHistory := c.props, c.history
+		ttlChanged := !sameTTL(old.DefaultTTL, props.DefaultTTL)
+		if ttlChanged {
+			c.advanceLocked(now) // what expired under the old policy stays expired
+			c.history = c.history.With(now, props.DefaultTTL)
+		}
+		c.props = props
+		c.mu.Unlock()
+		// The manifest is written before the new policy takes effect, so a
+		// failed write changes nothing that anyone can see.
+		if err := c.db.saveManifest(); err != nil {
+			c.mu.Lock()
+			c.props, c.history = old, oldHistory
+			c.mu.Unlock()
+			return err
+		}
+		if ttlChanged {
+			c.mu.Lock()
+			c.refileLocked(now)
+			c.mu.Unlock()
+		}
+		return nil
+	})
+}
+
+func sameTTL(a, b *int32) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// Read returns the item id, or ErrNotFound when it does not exist or has
+// expired.
+func (c *Container) Read(ctx context.Context, id string) (Item, error) {
+	if err := ctx.Err(); err != nil {
+		return Item{}, err
+	}
+	if err := validateID(id); err != nil {
+		return Item{}, fmt.Errorf("%w: %w", ErrInvalidDocument, err)
+	}
+	return c.read(id, c.db.clock.now())
+}
+
+func (c *Container) read(id string, now int64) (Item, error) {
+	if err := c.db.usable(); err != nil {
+		return Item{}, err
+	}
+	c.mu.RLock()
+	if c.deleted {
+		c.mu.RUnlock()
+		return Item{}, c.notFound()
+	}
+	s, ok := c.idx.Lookup(id, now)
+	if !ok {
+		c.mu.RUnlock()
+		return Item{}, fmt.Errorf("%w: item %q in container %q", ErrNotFound, id, c.props.ID)
+	}
+	if rec, ok := c.memRecord(s.Loc); ok {
+		it := makeItem(rec)
+		c.mu.RUnlock()
+		return it, nil
+	}
+	f := c.files[s.Loc.File]
+	if f == nil {
+		c.mu.RUnlock()
+		return Item{}, fmt.Errorf("ebb: item %q: segment %d is not open: %w", id, s.Loc.File, ErrCorrupt)
+	}
+	f.acquire()
+	c.mu.RUnlock()
+	defer f.release()
+	var rec segment.Record
+	if err := f.r.Get(segment.Handle{Block: s.Loc.Block, Off: s.Loc.Off}, &rec); err != nil {
+		return Item{}, fmt.Errorf("ebb: read item %q: %w", id, err)
+	}
+	if rec.ID != id || rec.Seq != s.Seq || rec.Op != segment.OpPut {
+		return Item{}, fmt.Errorf("ebb: item %q: segment %d block %d offset %d holds %s %q seq %d, index says seq %d: %w",
+			id, s.Loc.File, s.Loc.Block, s.Loc.Off, rec.Op, rec.ID, rec.Seq, s.Seq, ErrCorrupt)
+	}
+	return makeItem(&rec), nil
+}
+
+// memRecord finds a record in the active or frozen memtable; c.mu is held.
+func (c *Container) memRecord(loc index.Loc) (*segment.Record, bool) {
+	if !loc.InMem() {
+		return nil, false
+	}
+	if r, ok := c.mem.at(loc); ok {
+		return r, true
+	}
+	return c.frozen.at(loc)
+}
+
+func makeItem(r *segment.Record) Item {
+	etag := etagOf(r.Seq)
+	return Item{ID: r.ID, TS: r.TS, ETag: etag, Body: renderBody(nil, r.Body, r.TS, etag)}
+}
+
+// Items iterates over every live item in id order. The set of ids is taken
+// when iteration starts; each item is read as it is yielded, so an item
+// deleted or expired meanwhile is skipped and one written meanwhile is
+// yielded in its newest version.
+func (c *Container) Items(ctx context.Context) iter.Seq2[Item, error] {
+	return func(yield func(Item, error) bool) {
+		if err := c.db.usable(); err != nil {
+			yield(Item{}, err)
+			return
+		}
+		now := c.db.clock.now()
+		c.mu.Lock()
+		if c.deleted {
+			c.mu.Unlock()
+			yield(Item{}, c.notFound())
+			return
+		}
+		c.advanceLocked(now)
+		snap := c.idx.Live(now)
+		c.mu.Unlock()
+		for i := range snap {
+			if err := ctx.Err(); err != nil {
+				yield(Item{}, err)
+				return
+			}
+			it, err := c.read(snap[i].ID, c.db.clock.now())
+			if isNotFound(err) && !c.isDeleted() {
+				continue
+			}
+			if !yield(it, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Stats returns the container's statistics now. Expired items are left out
+// at once, whether or not their records are still on disk.
+func (c *Container) Stats() Stats {
+	now := c.db.clock.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deleted {
+		return Stats{}
+	}
+	c.advanceLocked(now)
+	items, live := c.idx.Count()
+	st := Stats{Items: items, LiveBytes: live, ExpiredPending: c.idx.ExpiredPending()}
+	for _, f := range c.files {
+		st.DiskBytes += f.r.Stats().FileBytes
+	}
+	st.DiskBytes += c.mem.bytes
+	if c.frozen != nil {
+		st.DiskBytes += c.frozen.bytes
+	}
+	return st
+}
+
+// advanceLocked marks the items that expired by now; c.mu is held for writing.
+func (c *Container) advanceLocked(now int64) {
+	if c.nextDue.Load() > now {
+		return
+	}
+	c.idx.Advance(now)
+	c.nextDue.Store(c.idx.NextDue())
+}
+
+// refileLocked recomputes every unexpired item's expiry from the policy
+// history and marks those expired by now; c.mu is held for writing.
+func (c *Container) refileLocked(now int64) {
+	c.idx.Recompute(c.history.ExpiresAt)
+	c.idx.Advance(now)
+	c.nextDue.Store(c.idx.NextDue())
+}
+
+// noteExpiry lowers nextDue to an item's expiry just filed; c.mu is held.
+func (c *Container) noteExpiry(expire int64) {
+	if expire < c.nextDue.Load() {
+		c.nextDue.Store(expire)
+	}
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+func (c *Container) isDeleted() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.deleted
+}
+
+func (c *Container) notFound() error {
+	return fmt.Errorf("%w: container %q was deleted", ErrNotFound, c.props.ID)
+}
+
+// meta is the container's manifest entry; db.mu is held.
+func (c *Container) meta() containerMeta {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m := containerMeta{Num: c.num, ID: c.props.ID, Indexing: c.props.Indexing, History: fromHistory(c.history)}
+	for n := range c.files {
+		m.Files = append(m.Files, n)
+	}
+	return m
+}
+
+func (c *Container) memBytesRelease() {
+	if c.mem != nil {
+		c.db.memBytes.Add(-c.mem.bytes)
+	}
+}
+
+func (c *Container) closeFiles() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n, f := range c.files {
+		f.release()
+		delete(c.files, n)
+	}
+}

@@ -1,0 +1,290 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/index"
+	"github.com/ebbdb/ebb/policy"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// Folder and file names inside a database directory.
+const (
+	journalDir = "journal" // tidwall/wal's files, with ebb's framing
+	segmentDir = "seg"     // sealed segment files, NNNNNNNN.seg
+	brokenDir  = "broken"  // copies of damaged files that open repaired
+)
+
+// DB is an open ebb database: a directory of containers. It is safe for
+// concurrent use. Only one DB may have a directory open at a time.
+type DB struct {
+	dir   string
+	opts  Options
+	log   *slog.Logger
+	lock  *dirLock
+	clock *clock
+	jnl   *journal.Journal
+	cache *segment.Cache
+
+	mu         sync.RWMutex // guards containers, byNum
+	containers map[string]*Container
+	byNum      map[uint32]*Container
+
+	// Manifest state outside the containers, guarded by manMu, which also
+	// serializes manifest writes.
+	manMu          sync.Mutex
+	nextFile       uint32
+	nextContainer  uint32
+	journalFrom    uint64
+	clockSaved     int64
+	clockPersisted atomic.Int64 // high mark in the CLOCK file
+
+	commits  chan *commitReq
+	quit     chan struct{}
+	workers  sync.WaitGroup
+	closed   atomic.Bool
+	closeMu  sync.Mutex            // serializes Close
+	submitMu sync.RWMutex          // see submit
+	failure  atomic.Pointer[error] // set when a journal write failed
+	memBytes atomic.Int64          // bytes in active memtables
+	memGen   uint32                // owned by the commit loop
+	sealMu   sync.Mutex            // serializes seals and compactions
+	sealKick chan struct{}
+}
+
+// Open opens the database in dir, creating it if it does not exist. A nil
+// opts means the defaults. Open repairs a torn journal tail (keeping a copy
+// of what it cut under dir/broken), rebuilds the index from segment indexes
+// and the journal, and takes an exclusive lock on dir: a second Open of the
+// same directory fails with ErrLocked until Close.
+func Open(dir string, opts *Options) (*DB, error) {
+	o := opts.withDefaults()
+	if err := os.MkdirAll(filepath.Join(dir, segmentDir), 0o755); err != nil {
+		return nil, fmt.Errorf("ebb: create %s: %w", dir, err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{
+		dir:        dir,
+		opts:       o,
+		log:        o.Logger,
+		lock:       lock,
+		cache:      segment.NewCache(o.BlockCacheSize),
+		containers: make(map[string]*Container),
+		byNum:      make(map[uint32]*Container),
+		commits:    make(chan *commitReq, 1024),
+		quit:       make(chan struct{}),
+		sealKick:   make(chan struct{}, 1),
+		memGen:     1,
+	}
+	if err := db.recover(); err != nil {
+		db.closeFiles()
+		lock.release()
+		return nil, err
+	}
+	db.workers.Add(2)
+	go db.commitLoop()
+	go db.sealLoop()
+	return db, nil
+}
+
+// Close stops background work, persists the highest time seen (so that a
+// clock found behind on the next Open cannot bring an expired item back),
+// closes the files and releases the directory. Calls after the first return
+// nil; operations on a closed DB return ErrClosed.
+func (db *DB) Close() error {
+	db.closeMu.Lock()
+	defer db.closeMu.Unlock()
+	if db.closed.Load() {
+		return nil
+	}
+	db.submitMu.Lock()
+	db.closed.Store(true)
+	db.submitMu.Unlock()
+	close(db.quit)
+	db.workers.Wait()
+	var errs []error
+	if db.failure.Load() == nil {
+		errs = append(errs, db.saveManifest())
+	}
+	errs = append(errs, db.jnl.Close())
+	db.closeFiles()
+	errs = append(errs, db.lock.release())
+	return errors.Join(errs...)
+}
+
+func (db *DB) closeFiles() {
+	for _, c := range db.byNum {
+		c.closeFiles()
+	}
+}
+
+// usable returns ErrClosed (wrapped with the cause) when the DB cannot serve.
+func (db *DB) usable() error {
+	if f := db.failure.Load(); f != nil {
+		return fmt.Errorf("%w: after a failed journal write: %w", ErrClosed, *f)
+	}
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// fail takes the DB out of service after an I/O error that left the journal
+// in an unknown state. Reopening recovers everything acknowledged.
+func (db *DB) fail(err error) {
+	if db.failure.CompareAndSwap(nil, &err) {
+		db.log.Error("ebb: database failed; reopen to recover", "err", err)
+	}
+}
+
+// CreateContainer creates a container. It fails with ErrConflict when the
+// id is in use and ErrInvalidProperties when props break a rule.
+func (db *DB) CreateContainer(ctx context.Context, props ContainerProperties) (*Container, error) {
+	if err := props.validate(); err != nil {
+		return nil, err
+	}
+	props = props.clone()
+	var c *Container
+	err := db.control(ctx, func(now int64) error {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		if _, ok := db.containers[props.ID]; ok {
+			return fmt.Errorf("%w: container %q already exists", ErrConflict, props.ID)
+		}
+		db.manMu.Lock()
+		num := db.nextContainer
+		db.nextContainer++
+		db.manMu.Unlock()
+		c = newContainer(db, num, props, policy.History{}.With(now, props.DefaultTTL))
+		db.containers[props.ID] = c
+		db.byNum[num] = c
+		if err := db.saveManifestLocked(); err != nil {
+			delete(db.containers, props.ID)
+			delete(db.byNum, num)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Container returns the container id, or ErrNotFound.
+func (db *DB) Container(id string) (*Container, error) {
+	if err := db.usable(); err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	c, ok := db.containers[id]
+	db.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: container %q", ErrNotFound, id)
+	}
+	return c, nil
+}
+
+// Containers returns the ids of all containers, sorted.
+func (db *DB) Containers() []string {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	ids := make([]string, 0, len(db.containers))
+	for id := range db.containers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// DeleteContainer deletes a container and all its items. Its files are
+// removed at once; handles to it answer ErrNotFound from then on.
+func (db *DB) DeleteContainer(ctx context.Context, id string) error {
+	return db.control(ctx, func(now int64) error {
+		db.mu.Lock()
+		c, ok := db.containers[id]
+		if !ok {
+			db.mu.Unlock()
+			return fmt.Errorf("%w: container %q", ErrNotFound, id)
+		}
+		delete(db.containers, id)
+		delete(db.byNum, c.num)
+		err := db.saveManifestLocked()
+		if err != nil {
+			db.containers[id] = c
+			db.byNum[c.num] = c
+			db.mu.Unlock()
+			return err
+		}
+		db.mu.Unlock()
+		c.mu.Lock()
+		c.deleted = true
+		c.memBytesRelease()
+		files := c.files
+		c.files = map[uint32]*segFile{}
+		c.idx = index.New()
+		c.mem, c.frozen = nil, nil
+		c.mu.Unlock()
+		for _, f := range files {
+			f.remove()
+		}
+		return nil
+	})
+}
+
+// saveManifest writes the manifest from the current state.
+func (db *DB) saveManifest() error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.saveManifestLocked()
+}
+
+// saveManifestLocked writes the manifest; db.mu is held (read or write).
+func (db *DB) saveManifestLocked() error {
+	db.manMu.Lock()
+	defer db.manMu.Unlock()
+	m := &manifest{
+		NextFile:      db.nextFile,
+		NextContainer: db.nextContainer,
+		JournalFrom:   db.journalFrom,
+		Clock:         db.clock.highest(),
+	}
+	nums := make([]uint32, 0, len(db.byNum))
+	for n := range db.byNum {
+		nums = append(nums, n)
+	}
+	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+	for _, n := range nums {
+		m.Containers = append(m.Containers, db.byNum[n].meta())
+	}
+	if err := writeManifest(db.dir, m); err != nil {
+		return err
+	}
+	db.clockSaved = m.Clock
+	return nil
+}
+
+func (db *DB) segmentPath(num uint32) string {
+	return filepath.Join(db.dir, segmentDir, fmt.Sprintf("%08d.seg", num))
+}
+
+// allocFile reserves a segment file number.
+func (db *DB) allocFile() uint32 {
+	db.manMu.Lock()
+	defer db.manMu.Unlock()
+	n := db.nextFile
+	db.nextFile++
+	return n
+}

@@ -1,0 +1,40 @@
+// Package engine is ebb's public API: an embedded document store whose
+// items expire exactly as Azure Cosmos DB's time-to-live rules say.
+//
+// # Basics
+//
+//	db, err := engine.Open(dir, nil) // nil: defaults; &engine.Options{Clock: ...} to inject time
+//	defer db.Close()
+//	c, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "sessions", DefaultTTL: engine.TTL(3600)})
+//	it, err := c.Create(ctx, []byte(`{"id":"a","user":"x","ttl":60}`))
+//	it, err = c.Read(ctx, "a") // ErrNotFound once _ts+60 <= now
+//
+// A container's DefaultTTL (nil, -1 or n seconds) and an item's own top-level
+// "ttl" property decide when the item expires, counted from its last write
+// (_ts). An expired item is invisible at once to every read, scan, count and
+// statistic; its disk space comes back when compaction runs.
+//
+// # Durability
+//
+// Every write is appended to a journal (a folder named journal under dir) and
+// fsynced before it is acknowledged; concurrent writers share fsyncs (group
+// commit). Options.NoSync turns the fsync off. Journal records are sealed
+// into compressed, checksummed segment files in the background. Open repairs
+// a torn journal tail and reports any other damage as ErrCorrupt: ebb never
+// returns wrong data and never skips damage silently.
+//
+// # Time
+//
+// The engine's clock never runs backwards: now is the maximum of the wall
+// clock and the highest time already observed, which Close (and a background
+// tick, once a second) persists. A clock found behind on the next Open cannot
+// bring an expired item back. Expiry is final: no later change of DefaultTTL
+// revives an item that was expired at any instant.
+//
+// # Caveats
+//
+// Items iterates a snapshot of ids taken when it starts and reads each item
+// as it yields it. Stats.LiveBytes counts records uncompressed while
+// Stats.DiskBytes counts file bytes, which are compressed. A directory may
+// be open in one DB at a time (ErrLocked otherwise).
+package engine

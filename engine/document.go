@@ -1,0 +1,665 @@
+package engine
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/ebbdb/ebb/policy"
+)
+
+// Document limits.
+const (
+	// MaxDocumentSize is the largest document accepted, in bytes of JSON as
+	// given to a write (system properties the caller sends included).
+	MaxDocumentSize = 2 << 20
+	// MaxIDLength is the longest id accepted, in characters (Unicode code
+	// points, counted after JSON unescaping).
+	MaxIDLength = 255
+	// maxNestingDepth bounds how deeply objects and arrays may nest, the
+	// document itself being level 1. It keeps the scanner's state fixed-size
+	// and protects any recursive consumer of stored bodies; 128 is the
+	// per-item nesting limit Cosmos DB documents.
+	maxNestingDepth = 128
+)
+
+// parsedDoc is a validated document.
+type parsedDoc struct {
+	ID string
+	// TTL is the item's own ttl: 0 when absent, -1, or 1..policy.MaxTTL.
+	TTL int32
+	// Body is the stored form of the document: `{`, the top-level members
+	// of the input in their order except the system properties _ts, _etag,
+	// _rid, _self and _attachments, `}`. Whitespace between top-level
+	// tokens is dropped; member names and values are copied verbatim. Body
+	// is freshly allocated: it never aliases the input.
+	Body []byte
+}
+
+// docError is an invalid-document error: its message names what was wrong
+// and it wraps ErrInvalidDocument.
+type docError struct {
+	msg string
+	// syntax is set when the input is not JSON at all (as opposed to JSON
+	// that breaks one of ebb's rules).
+	syntax bool
+}
+
+func (e *docError) Error() string { return e.msg }
+func (e *docError) Unwrap() error { return ErrInvalidDocument }
+
+func docErrorf(format string, args ...any) error {
+	return &docError{msg: "document: " + fmt.Sprintf(format, args...)}
+}
+
+func syntaxError(b []byte, off int, what string) error {
+	if what == "" {
+		if off >= len(b) {
+			what = "unexpected end of input"
+		} else {
+			what = "unexpected " + showByte(b[off])
+		}
+	}
+	return &docError{msg: fmt.Sprintf("document: invalid JSON at offset %d: %s", off, what), syntax: true}
+}
+
+func showByte(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
+
+// isSystemProperty reports whether a top-level member name is one the
+// engine owns; such members are dropped from stored bodies.
+func isSystemProperty(k []byte) bool {
+	switch string(k) {
+	case "_ts", "_etag", "_rid", "_self", "_attachments":
+		return true
+	}
+	return false
+}
+
+// parseDocument validates b and extracts what the engine needs from it.
+//
+// b must be at most MaxDocumentSize bytes of valid JSON (RFC 8259: UTF-8,
+// nothing but whitespace after the value, nesting at most 128 deep) whose
+// value is an object. Its top-level members must have distinct names (after
+// unescaping) and must include "id", a non-empty JSON string that passes
+// validateID. A top-level "ttl", if present, must be one policy.ParseItemTTL
+// accepts. System properties (_ts, _etag, _rid, _self, _attachments) may be
+// present; they are validated as JSON and dropped.
+//
+// Errors wrap ErrInvalidDocument, except an invalid ttl, which wraps
+// ErrInvalidTTL (`item "a": ttl 0 is invalid: ...`).
+//
+// The input is scanned once; nothing is decoded into maps or interfaces.
+func parseDocument(b []byte) (parsedDoc, error) {
+	if len(b) > MaxDocumentSize {
+		return parsedDoc{}, docErrorf("%d bytes is larger than the maximum document size of %d bytes", len(b), MaxDocumentSize)
+	}
+	i := skipWS(b, 0)
+	if i == len(b) {
+		return parsedDoc{}, docErrorf("empty; a document must be a JSON object")
+	}
+	if b[i] != '{' {
+		if k := kindOf(b[i]); k != "" {
+			return parsedDoc{}, docErrorf("must be a JSON object, not %s", k)
+		}
+		return parsedDoc{}, syntaxError(b, i, "")
+	}
+
+	body := make([]byte, 1, len(b)) // the body never outgrows the input
+	body[0] = '{'
+	var (
+		keyBuf         [32][]byte // names seen so far, while few
+		keys           = keyBuf[:0]
+		seen           map[string]struct{} // names seen so far, once many
+		dup            []byte              // first duplicated name
+		idVal, ttlVal  []byte
+		idStart        int
+		hasID, hasTTL  bool
+		members        int
+		err            error
+		keyEnd, valEnd int
+	)
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return parsedDoc{}, syntaxError(b, i, "expected a property name")
+			}
+			ks := i
+			var escaped bool
+			if keyEnd, escaped, err = scanString(b, i); err != nil {
+				return parsedDoc{}, err
+			}
+			key := b[ks+1 : keyEnd-1]
+			if escaped {
+				if key, err = unescapeString(b, ks, keyEnd); err != nil {
+					return parsedDoc{}, err
+				}
+			}
+			i = skipWS(b, keyEnd)
+			if i >= len(b) || b[i] != ':' {
+				return parsedDoc{}, syntaxError(b, i, "expected ':' after a property name")
+			}
+			i = skipWS(b, i+1)
+			vs := i
+			if valEnd, err = scanValue(b, i, 1); err != nil {
+				return parsedDoc{}, err
+			}
+			val := b[vs:valEnd]
+
+			// Duplicate names: a linear search while there are few, a set
+			// after that.
+			if dup == nil {
+				if seen == nil {
+					for _, k := range keys {
+						if string(k) == string(key) {
+							dup = key
+							break
+						}
+					}
+					if len(keys) < len(keyBuf) {
+						keys = append(keys, key)
+					} else {
+						seen = make(map[string]struct{}, 2*len(keyBuf))
+						for _, k := range keys {
+							seen[string(k)] = struct{}{}
+						}
+					}
+				}
+				if seen != nil {
+					if _, ok := seen[string(key)]; ok && dup == nil {
+						dup = key
+					}
+					seen[string(key)] = struct{}{}
+				}
+			}
+
+			switch {
+			case string(key) == "id":
+				idVal, idStart, hasID = val, vs, true
+			case string(key) == "ttl":
+				ttlVal, hasTTL = val, true
+			}
+			if !isSystemProperty(key) {
+				if members > 0 {
+					body = append(body, ',')
+				}
+				body = append(body, b[ks:keyEnd]...)
+				body = append(body, ':')
+				body = append(body, val...)
+				members++
+			}
+
+			i = skipWS(b, valEnd)
+			if i < len(b) && b[i] == ',' {
+				i = skipWS(b, i+1)
+				continue
+			}
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			return parsedDoc{}, syntaxError(b, i, "expected ',' or '}' after an object member")
+		}
+	}
+	if i = skipWS(b, i); i != len(b) {
+		return parsedDoc{}, syntaxError(b, i, "unexpected data after the top-level object")
+	}
+	body = append(body, '}')
+
+	if dup != nil {
+		return parsedDoc{}, docErrorf("duplicate property %s", quoteShort(string(dup)))
+	}
+	if !hasID {
+		return parsedDoc{}, docErrorf(`"id" must be a non-empty string (it is missing)`)
+	}
+	if idVal[0] != '"' {
+		return parsedDoc{}, docErrorf(`"id" must be a non-empty string (it is %s)`, kindOf(idVal[0]))
+	}
+	if len(idVal) == 2 {
+		return parsedDoc{}, docErrorf(`"id" must be a non-empty string (it is empty)`)
+	}
+	var id string
+	if slices.Contains(idVal, '\\') {
+		u, err := unescapeString(b, idStart, idStart+len(idVal))
+		if err != nil {
+			return parsedDoc{}, err
+		}
+		id = string(u)
+	} else {
+		id = string(idVal[1 : len(idVal)-1])
+	}
+	if err := validateID(id); err != nil {
+		return parsedDoc{}, &docError{msg: "document: " + err.Error()}
+	}
+	var ttl int32
+	if hasTTL {
+		if ttl, err = policy.ParseItemTTL(ttlVal); err != nil {
+			return parsedDoc{}, fmt.Errorf("item %s: %w", quoteShort(id), err)
+		}
+	}
+	return parsedDoc{ID: id, TTL: ttl, Body: body}, nil
+}
+
+// validateID applies the id rules: a non-empty string of valid UTF-8, at most
+// MaxIDLength characters, without '/', '\\', '?' or '#'. The error wraps
+// ErrInvalidDocument and its message starts with "id".
+func validateID(id string) error {
+	if id == "" {
+		return &docError{msg: "id must be a non-empty string"}
+	}
+	n := 0
+	for i := 0; i < len(id); {
+		c := id[i]
+		if c < utf8.RuneSelf {
+			switch c {
+			case '/', '\\', '?', '#':
+				return &docError{msg: fmt.Sprintf("id %s must not contain %q", quoteShort(id), c)}
+			}
+			i++
+		} else {
+			r, size := utf8.DecodeRuneInString(id[i:])
+			if r == utf8.RuneError && size == 1 {
+				return &docError{msg: fmt.Sprintf("id %s is not valid UTF-8", quoteShort(id))}
+			}
+			i += size
+		}
+		n++
+	}
+	if n > MaxIDLength {
+		return &docError{msg: fmt.Sprintf("id %s is %d characters long, longer than the maximum of %d", quoteShort(id), n, MaxIDLength)}
+	}
+	return nil
+}
+
+// quoteShort quotes s for an error message, shortened to about 40
+// characters.
+func quoteShort(s string) string {
+	const max = 40
+	if utf8.RuneCountInString(s) <= max {
+		return strconv.Quote(s)
+	}
+	n := 0
+	for i := range s {
+		if n == max {
+			return strconv.Quote(s[:i]) + "..."
+		}
+		n++
+	}
+	return strconv.Quote(s)
+}
+
+// renderBody appends to dst the stored body (a Body from parseDocument) with
+// the system properties added in front:
+//
+//	{"_ts":<ts>,"_etag":<etag as a JSON string>,<the stored members>}
+//
+// etag is rendered as a JSON string, escaped as needed (Cosmos etags hold
+// quotes: "\"0000...\""). stored must be a JSON object; whitespace around its
+// braces is tolerated.
+func renderBody(dst, stored []byte, ts int64, etag string) []byte {
+	dst = slices.Grow(dst, len(`{"_ts":-9223372036854775808,"_etag":""}`)+len(etag)+2+len(stored))
+	dst = append(dst, `{"_ts":`...)
+	dst = strconv.AppendInt(dst, ts, 10)
+	dst = append(dst, `,"_etag":`...)
+	dst = appendJSONString(dst, etag)
+	rest := stored[skipWS(stored, 0):]
+	if len(rest) > 0 && rest[0] == '{' {
+		rest = rest[skipWS(rest, 1):]
+	}
+	if len(rest) == 0 || rest[0] == '}' {
+		return append(dst, '}')
+	}
+	dst = append(dst, ',')
+	return append(dst, rest...)
+}
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			const hex = "0123456789abcdef"
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// kindOf names the JSON type a value starting with c has, or "" if no JSON
+// value starts with c.
+func kindOf(c byte) string {
+	switch {
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == '-' || (c >= '0' && c <= '9'):
+		return "a number"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	}
+	return ""
+}
+
+// unescapeString decodes the validated JSON string token b[start:end]
+// (quotes included) exactly as encoding/json does (lone surrogates become
+// U+FFFD). It is only used for the rare names and ids that hold escapes.
+func unescapeString(b []byte, start, end int) ([]byte, error) {
+	var s string
+	if err := json.Unmarshal(b[start:end], &s); err != nil {
+		// Not expected: scanString validated the token.
+		return nil, syntaxError(b, start, "invalid string: "+err.Error())
+	}
+	return []byte(s), nil
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// specialBytes returns, for the 8 bytes of x (little endian), a mask with the
+// high bit set in every byte that needs a closer look inside a JSON string:
+// '"', '\\', a control character, or a byte of a multi-byte UTF-8 sequence.
+// Borrows can set bits above a special byte, never below the lowest one, so
+// the lowest set bit locates the first special byte exactly.
+func specialBytes(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	bs := x ^ (ones * '\\')
+	special := (q - ones) &^ q
+	special |= (bs - ones) &^ bs
+	special |= (x - ones*0x20) &^ x // bytes below 0x20
+	special |= x                    // bytes from 0x80
+	return special & highs
+}
+
+// scanString validates the JSON string starting at b[i] == '"' and returns
+// the index just past its closing quote, and whether it holds escapes.
+func scanString(b []byte, i int) (end int, escaped bool, err error) {
+	j := i + 1
+	for {
+		// Skip to the next byte that needs a look, 8 bytes at a time.
+		for j+8 <= len(b) {
+			if m := specialBytes(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			j += 8
+		}
+		if j >= len(b) {
+			return 0, false, syntaxError(b, j, "unterminated string")
+		}
+		c := b[j]
+		switch {
+		case c == '"':
+			return j + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			if j+1 >= len(b) {
+				return 0, false, syntaxError(b, j+1, "unterminated string")
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				for k := j + 2; k < j+6; k++ {
+					if k >= len(b) || !isHex(b[k]) {
+						return 0, false, syntaxError(b, j, "invalid \\u escape in string")
+					}
+				}
+				j += 6
+			default:
+				return 0, false, syntaxError(b, j, "invalid escape in string")
+			}
+		case c < 0x20:
+			return 0, false, syntaxError(b, j, "control character in string")
+		case c < utf8.RuneSelf:
+			j++
+		default:
+			r, size := utf8.DecodeRune(b[j:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, false, syntaxError(b, j, "invalid UTF-8 in string")
+			}
+			j += size
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// scanNumber validates the JSON number starting at b[i] and returns the index
+// just past it.
+func scanNumber(b []byte, i int) (int, error) {
+	j := i
+	if b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && b[j] >= '1' && b[j] <= '9':
+		j++
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+	default:
+		return 0, syntaxError(b, j, "invalid number")
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		if j >= len(b) || !isDigit(b[j]) {
+			return 0, syntaxError(b, j, "invalid number")
+		}
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if j >= len(b) || !isDigit(b[j]) {
+			return 0, syntaxError(b, j, "invalid number")
+		}
+		for j < len(b) && isDigit(b[j]) {
+			j++
+		}
+	}
+	return j, nil
+}
+
+// scanKey validates `"name" :` starting at b[i] and returns the index of the
+// value that follows, whitespace skipped.
+func scanKey(b []byte, i int) (int, error) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, syntaxError(b, i, "expected a property name")
+	}
+	end, _, err := scanString(b, i)
+	if err != nil {
+		return 0, err
+	}
+	i = skipWS(b, end)
+	if i >= len(b) || b[i] != ':' {
+		return 0, syntaxError(b, i, "expected ':' after a property name")
+	}
+	return skipWS(b, i+1), nil
+}
+
+// scanValue validates the JSON value starting at b[i] (not whitespace), found
+// at nesting level depth (0 at the top, 1 inside the document object), and
+// returns the index just past it. Nesting is tracked in a fixed bit stack,
+// without recursion.
+func scanValue(b []byte, i int, depth int) (int, error) {
+	var (
+		isObject [(maxNestingDepth + 63) / 64]uint64 // bit per open level: object (1) or array (0)
+		level    int                                 // containers open inside this value
+		err      error
+	)
+	for {
+		if i >= len(b) {
+			return 0, syntaxError(b, i, "")
+		}
+		switch c := b[i]; c {
+		case '"':
+			if i, _, err = scanString(b, i); err != nil {
+				return 0, err
+			}
+		case '{', '[':
+			if depth+level+1 > maxNestingDepth {
+				return 0, docErrorf("objects and arrays nest deeper than %d levels at offset %d", maxNestingDepth, i)
+			}
+			w, bit := level/64, uint64(1)<<(level%64)
+			level++
+			i = skipWS(b, i+1)
+			if c == '{' {
+				isObject[w] |= bit
+				if i < len(b) && b[i] == '}' {
+					i++
+					level--
+					break
+				}
+				if i, err = scanKey(b, i); err != nil {
+					return 0, err
+				}
+			} else {
+				isObject[w] &^= bit
+				if i < len(b) && b[i] == ']' {
+					i++
+					level--
+					break
+				}
+			}
+			continue // scan the first element
+		case 't':
+			if !hasLiteral(b, i, "true") {
+				return 0, syntaxError(b, i, "invalid literal")
+			}
+			i += 4
+		case 'f':
+			if !hasLiteral(b, i, "false") {
+				return 0, syntaxError(b, i, "invalid literal")
+			}
+			i += 5
+		case 'n':
+			if !hasLiteral(b, i, "null") {
+				return 0, syntaxError(b, i, "invalid literal")
+			}
+			i += 4
+		default:
+			if c != '-' && !isDigit(c) {
+				return 0, syntaxError(b, i, "")
+			}
+			if i, err = scanNumber(b, i); err != nil {
+				return 0, err
+			}
+		}
+
+		// A value is complete: close containers, or move to the next element.
+	next:
+		for {
+			if level == 0 {
+				return i, nil
+			}
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return 0, syntaxError(b, i, "")
+			}
+			l := level - 1
+			obj := isObject[l/64]&(1<<(l%64)) != 0
+			switch b[i] {
+			case ',':
+				i = skipWS(b, i+1)
+				if obj {
+					if i, err = scanKey(b, i); err != nil {
+						return 0, err
+					}
+				}
+				break next
+			case '}':
+				if !obj {
+					return 0, syntaxError(b, i, "expected ',' or ']' in an array")
+				}
+				i++
+				level--
+			case ']':
+				if obj {
+					return 0, syntaxError(b, i, "expected ',' or '}' in an object")
+				}
+				i++
+				level--
+			default:
+				if obj {
+					return 0, syntaxError(b, i, "expected ',' or '}' in an object")
+				}
+				return 0, syntaxError(b, i, "expected ',' or ']' in an array")
+			}
+		}
+	}
+}
+
+func hasLiteral(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}

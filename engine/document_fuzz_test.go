@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/ebbdb/ebb/policy"
+)
+
+// FuzzParseDocument checks parseDocument against a slow reference built on
+// encoding/json: both must accept the same documents and agree on id and
+// ttl. An accepted document must render to valid JSON that parses back to
+// the same id, ttl and stored body. Nothing may panic.
+func FuzzParseDocument(f *testing.F) {
+	for _, c := range documentCases() {
+		if len(c.doc) <= 4096 {
+			f.Add([]byte(c.doc), int64(1_700_000_000), `"etag"`)
+		}
+	}
+	f.Add(benchDoc, int64(-1), "\x00\xff\"\\")
+	f.Fuzz(func(t *testing.T, b []byte, ts int64, etag string) {
+		d, err := parseDocument(b)
+		wantID, wantTTL, refErr := referenceParse(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidDocument) && !errors.Is(err, ErrInvalidTTL) {
+				t.Fatalf("error %q wraps neither ErrInvalidDocument nor ErrInvalidTTL", err)
+			}
+			if refErr == nil {
+				t.Fatalf("rejected a document the reference accepts (id %q ttl %d): %v", wantID, wantTTL, err)
+			}
+			var de *docError
+			if errors.As(err, &de) && de.syntax && json.Valid(b) && utf8.Valid(b) {
+				t.Fatalf("reported a syntax error for valid JSON: %v", err)
+			}
+			return
+		}
+		if refErr != nil {
+			t.Fatalf("accepted (id %q ttl %d) a document the reference rejects: %v", d.ID, d.TTL, refErr)
+		}
+		if d.ID != wantID || d.TTL != wantTTL {
+			t.Fatalf("got id %q ttl %d, reference says id %q ttl %d", d.ID, d.TTL, wantID, wantTTL)
+		}
+		if !json.Valid(d.Body) || len(d.Body) > len(b) {
+			t.Fatalf("stored body is invalid or grew: %q", d.Body)
+		}
+		out := renderBody(nil, d.Body, ts, etag)
+		if err := checkRendered(out, d, ts, etag); err != nil {
+			t.Fatalf("%v\nrendered: %q", err, out)
+		}
+	})
+}
+
+// referenceParse applies the document rules with encoding/json: valid JSON
+// and UTF-8, at most MaxDocumentSize bytes, nesting at most maxNestingDepth,
+// an object with distinct top-level names, a valid string id and, if
+// present, a valid ttl.
+func referenceParse(b []byte) (id string, ttl int32, err error) {
+	if len(b) > MaxDocumentSize || !json.Valid(b) || !utf8.Valid(b) {
+		return "", 0, errors.New("not valid JSON, or too large")
+	}
+	if jsonDepth(b) > maxNestingDepth {
+		return "", 0, errors.New("too deep")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, _ := dec.Token(); tok != json.Delim('{') {
+		return "", 0, errors.New("not an object")
+	}
+	seen := map[string]bool{}
+	var idRaw, ttlRaw json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", 0, err
+		}
+		k := tok.(string)
+		if seen[k] {
+			return "", 0, errors.New("duplicate name")
+		}
+		seen[k] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", 0, err
+		}
+		switch k {
+		case "id":
+			idRaw = v
+		case "ttl":
+			ttlRaw = v
+		}
+	}
+	if idRaw == nil || idRaw[0] != '"' {
+		return "", 0, errors.New("id missing or not a string")
+	}
+	if err := json.Unmarshal(idRaw, &id); err != nil {
+		return "", 0, err
+	}
+	if id == "" || utf8.RuneCountInString(id) > MaxIDLength || strings.ContainsAny(id, `/\?#`) {
+		return "", 0, errors.New("bad id")
+	}
+	if ttlRaw != nil {
+		if ttl, err = policy.ParseItemTTL(ttlRaw); err != nil {
+			return "", 0, err
+		}
+	}
+	return id, ttl, nil
+}
+
+// jsonDepth returns the deepest nesting of objects and arrays in valid JSON.
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}

@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/ebbdb/ebb/policy"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// Errors returned by ebb. They are sentinels: match them with errors.Is, since
+// every error that reaches a caller is wrapped with the detail that caused it
+// (the container, the item id, the offending value).
+
+// Errors about items and containers that are, or are not, there.
+var (
+	// ErrNotFound: the container or item does not exist, was deleted, or has
+	// expired.
+	ErrNotFound = errors.New("ebb: not found")
+	// ErrConflict: Create of an id that a live item already has, or
+	// CreateContainer of an id already in use.
+	ErrConflict = errors.New("ebb: conflict")
+	// ErrPreconditionFailed: an IfMatch etag does not match the item's
+	// current etag.
+	ErrPreconditionFailed = errors.New("ebb: precondition failed")
+)
+
+// Errors about bad input. Nothing is written when one is returned.
+var (
+	// ErrInvalidTTL: an item's ttl property is not -1 or an integer in
+	// 1..2147483647.
+	ErrInvalidTTL = policy.ErrInvalidTTL
+	// ErrInvalidDocument: the body is not a JSON object, lacks a valid id, or
+	// is larger than MaxDocumentSize.
+	ErrInvalidDocument = errors.New("ebb: invalid document")
+	// ErrInvalidProperties: container properties that break a rule: an empty
+	// or malformed id, a DefaultTTL of 0 or below -1, TTL together with
+	// IndexingNone, a changed id in SetProperties.
+	ErrInvalidProperties = errors.New("ebb: invalid container properties")
+)
+
+// Errors about the database itself.
+var (
+	// ErrClosed: the DB was closed, or a fatal I/O error (a failed journal
+	// write or fsync) took it out of service; reopen it to recover.
+	ErrClosed = errors.New("ebb: database closed")
+	// ErrCorrupt: bytes on disk fail their checksum or cannot be decoded.
+	// ebb never returns wrong data in its place and never skips it silently.
+	ErrCorrupt = segment.ErrCorrupt
+	// ErrLocked: another DB handle, in this process or another, has the
+	// directory open.
+	ErrLocked = errors.New("ebb: database directory is locked by another handle")
+)

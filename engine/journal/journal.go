@@ -1,0 +1,467 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tidwall/wal"
+
+	"github.com/ebbdb/ebb/segment"
+)
+
+// Errors returned by the journal, matched with errors.Is.
+var (
+	// ErrCorrupt is ebb's corruption sentinel (segment.ErrCorrupt): bytes
+	// read back fail their checksum, carry the wrong seq or cannot be
+	// framed. It comes wrapped in a *CorruptError naming the file, offset or
+	// seq.
+	ErrCorrupt = segment.ErrCorrupt
+	// ErrFailed is returned by every call after a write or fsync failed:
+	// tidwall does not roll back a failed write, so the handle cannot tell
+	// what reached the disk. Close the journal and open it again; Open
+	// repairs the tail and keeps every acknowledged entry.
+	ErrFailed = errors.New("journal: failed after a write error; reopen it to recover")
+	// ErrClosed is returned by calls made after Close.
+	ErrClosed = errors.New("journal: closed")
+	// ErrEmptyPayload is returned by Append when given no payload or an
+	// empty one. Nothing is written.
+	ErrEmptyPayload = errors.New("journal: empty payload")
+)
+
+// DefaultSegmentSize is the segment size used when Options.SegmentSize is 0.
+const DefaultSegmentSize = 16 << 20
+
+// maxRetainedBuffer bounds the scratch buffers an Append keeps for the next
+// one; a larger batch gets buffers of its own.
+const maxRetainedBuffer = 1 << 20
+
+// Options configure a Journal. The zero value is ready to use.
+type Options struct {
+	// SegmentSize is the size in bytes at which tidwall starts a new segment
+	// file. tidwall holds the whole tail segment in memory, and the segment
+	// before it in its cache, so the journal uses up to about twice this much
+	// memory. 0 means DefaultSegmentSize (16 MiB).
+	SegmentSize int
+	// NoSync skips the fsync after each Append: faster, but a crash of the
+	// machine (not only of the process) may lose acknowledged entries. It is
+	// the user's explicit choice; Sync makes everything appended durable.
+	NoSync bool
+	// Logger receives a Warn record for each repair Open makes. nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.SegmentSize <= 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Journal is an open journal. Its methods are safe for concurrent use.
+type Journal struct {
+	dir    string
+	opts   Options
+	repair *RepairInfo // set by Open, then read-only
+
+	// mu is the single owner of the tidwall log: every call into it, and
+	// every field below, is made under mu.
+	mu    sync.Mutex
+	log   *wal.Log
+	batch wal.Batch
+	frame []byte
+	// tailSize mirrors the bytes in tidwall's tail segment, so that Append
+	// knows when tidwall started a new segment file and the folder needs
+	// an fsync.
+	tailSize int
+	// dirDirty records that a segment file was created since the folder was
+	// last fsynced (only with NoSync; otherwise Append fsyncs at once).
+	dirDirty bool
+	failed   error
+	closed   bool
+
+	// first and last are tidwall's FirstIndex and LastIndex, written under
+	// mu and read without it. When the log is empty, first == last+1.
+	first, last atomic.Uint64
+	size        atomic.Int64
+}
+
+// Open opens the journal in dir, creating the folder if needed.
+//
+// Before handing the folder to tidwall it scans the last segment file. A torn
+// or zero-filled tail (a bad entry with no valid frame after it) is repaired:
+// a copy of the whole file is kept in brokenDir (created if needed) under the
+// segment's name, the time and ".broken"; the file is cut at the end of its
+// last good entry; the file and the folder are fsynced; the repair is logged
+// at Warn and reported by Repair. Any other damage in that file is not
+// repaired: Open returns a *CorruptError (wrapping ErrCorrupt) naming the
+// file and offset, and changes nothing. Damage in other segment files is
+// found by Replay.
+func Open(dir, brokenDir string, opts Options) (*Journal, error) {
+	if dir == "" || brokenDir == "" {
+		return nil, errors.New("journal: Open needs a folder and a folder for broken copies")
+	}
+	opts = opts.withDefaults()
+	if err := mkdirAllSync(dir); err != nil {
+		return nil, err
+	}
+	l, err := listDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := removeTemps(dir, l); err != nil {
+		return nil, err
+	}
+	repair, err := repairTail(dir, brokenDir, l, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	log, err := wal.Open(dir, &wal.Options{
+		NoSync:           opts.NoSync,
+		SegmentSize:      opts.SegmentSize,
+		LogFormat:        wal.Binary,
+		SegmentCacheSize: 1, // tidwall keeps the tail in memory as well
+		AllowEmpty:       true,
+		DirPerms:         0o750,
+		FilePerms:        0o640,
+	})
+	if err != nil {
+		if errors.Is(err, wal.ErrCorrupt) {
+			return nil, fmt.Errorf("journal: tidwall/wal cannot open %s: %v: %w", dir, err, ErrCorrupt)
+		}
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	j := &Journal{dir: dir, opts: opts, repair: repair, log: log}
+	// tidwall may have created the first segment or settled a truncation.
+	if err := syncDir(dir); err != nil {
+		log.Close()
+		return nil, err
+	}
+	if err := j.relist(); err != nil {
+		log.Close()
+		return nil, err
+	}
+	first, err := log.FirstIndex()
+	if err == nil {
+		var last uint64
+		last, err = log.LastIndex()
+		j.first.Store(first)
+		j.last.Store(last)
+	}
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return j, nil
+}
+
+// relist reads the folder to refresh the size and the tail size after tidwall
+// rewrote files.
+func (j *Journal) relist() error {
+	l, err := listDir(j.dir)
+	if err != nil {
+		return err
+	}
+	if len(l.segments) == 0 {
+		return fmt.Errorf("journal: no segment file in %s", j.dir)
+	}
+	j.tailSize = int(l.segments[len(l.segments)-1].size)
+	j.size.Store(l.bytes)
+	return nil
+}
+
+// Repair describes the torn tail Open cut off, or is nil if there was none.
+func (j *Journal) Repair() *RepairInfo { return j.repair }
+
+// Dir returns the journal's folder.
+func (j *Journal) Dir() string { return j.dir }
+
+// FirstSeq returns the seq of the first entry, or 0 if the journal is empty.
+func (j *Journal) FirstSeq() uint64 {
+	first, last := j.first.Load(), j.last.Load()
+	if last < first {
+		return 0
+	}
+	return first
+}
+
+// LastSeq returns the seq of the last entry, or 0 if the journal is empty.
+func (j *Journal) LastSeq() uint64 {
+	first, last := j.first.Load(), j.last.Load()
+	if last < first {
+		return 0
+	}
+	return last
+}
+
+// NextSeq returns the seq the next Append will give its first payload. It is
+// LastSeq()+1, except in an empty journal whose entries were all cut off as a
+// torn tail, where seqs continue from where the file left them.
+func (j *Journal) NextSeq() uint64 { return j.last.Load() + 1 }
+
+// Size returns the bytes of the journal's files on disk.
+func (j *Journal) Size() int64 { return j.size.Load() }
+
+// Append writes payloads as consecutive entries and returns the seq of the
+// first. All of them go to tidwall in one batch followed by one fsync (unless
+// Options.NoSync): gathering concurrent writes into one Append is how the
+// caller gets group commit. Payloads must not be empty. Append does not keep
+// the payload slices.
+//
+// Once Append returns, every entry is durable. The batch is not atomic: a
+// crash during Append may keep any prefix of it, each entry whole or absent.
+//
+// If the write or the fsync fails, the journal is failed and every later
+// call returns an error wrapping ErrFailed; the entries may or may not have
+// reached the disk.
+func (j *Journal) Append(payloads ...[]byte) (first uint64, err error) {
+	if len(payloads) == 0 {
+		return 0, fmt.Errorf("%w: no payloads to append", ErrEmptyPayload)
+	}
+	total := 0
+	for i, p := range payloads {
+		if len(p) == 0 {
+			return 0, fmt.Errorf("%w: payload %d of %d", ErrEmptyPayload, i, len(payloads))
+		}
+		total += frameSize(len(p))
+	}
+
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usable(); err != nil {
+		return 0, err
+	}
+	batch := &j.batch
+	if total > maxRetainedBuffer {
+		batch = new(wal.Batch)
+	}
+	batch.Clear()
+	// Mirror tidwall's writeBatch: a new segment starts before the batch if
+	// the tail is over SegmentSize, and after any entry that fills it.
+	tail, newSegment := j.tailSize, false
+	if tail > j.opts.SegmentSize {
+		tail, newSegment = 0, true
+	}
+	first = j.last.Load() + 1
+	for i, p := range payloads {
+		seq := first + uint64(i)
+		j.frame = appendFrame(j.frame[:0], seq, p)
+		batch.Write(seq, j.frame)
+		if tail += frameSize(len(p)); tail >= j.opts.SegmentSize {
+			tail, newSegment = 0, true
+		}
+	}
+	if cap(j.frame) > maxRetainedBuffer {
+		j.frame = nil
+	}
+
+	if err := j.log.WriteBatch(batch); err != nil {
+		return 0, j.fail(err)
+	}
+	j.tailSize = tail
+	j.last.Store(first + uint64(len(payloads)) - 1)
+	j.size.Add(int64(total))
+	if newSegment {
+		if j.opts.NoSync {
+			j.dirDirty = true
+		} else if err := syncDir(j.dir); err != nil {
+			return 0, j.fail(err)
+		}
+	}
+	return first, nil
+}
+
+// Replay calls fn for every entry with seq >= from, in seq order, up to the
+// last entry at the time of the call. Each entry's checksum and seq are
+// verified first; a bad one stops Replay with a *CorruptError (wrapping
+// ErrCorrupt) naming its seq. An error from fn stops Replay and is returned
+// as is. fn runs without the journal's lock, so it may call Append; payload
+// is fn's to keep.
+func (j *Journal) Replay(from uint64, fn func(seq uint64, payload []byte) error) error {
+	j.mu.Lock()
+	err := j.usable()
+	first, last := j.first.Load(), j.last.Load()
+	j.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for seq := max(from, first); seq <= last; seq++ {
+		payload, err := j.read(seq)
+		if err != nil {
+			return err
+		}
+		if err := fn(seq, payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read returns the verified payload of entry seq.
+func (j *Journal) read(seq uint64) ([]byte, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usable(); err != nil {
+		return nil, err
+	}
+	data, err := j.readLog(seq)
+	switch {
+	case errors.Is(err, wal.ErrCorrupt):
+		return nil, j.locate(seq, fmt.Sprintf("tidwall/wal cannot load the segment: %v", err), true)
+	case errors.Is(err, wal.ErrNotFound):
+		return nil, fmt.Errorf("journal: seq %d is no longer in the journal (truncated during Replay?)", seq)
+	case err != nil:
+		return nil, fmt.Errorf("journal: reading seq %d: %w", seq, err)
+	}
+	_, payload, reason := checkFrame(data, seq)
+	if reason != "" {
+		return nil, j.locate(seq, reason, false)
+	}
+	return payload, nil
+}
+
+// locate names the damage found while reading seq. It decodes the segment
+// file that should hold seq and returns its first bad entry, with the file
+// and the offset: for a checksum or seq failure if that entry is seq, for a
+// framing failure (tidwall could not load the file) wherever it is. If the
+// file shows no such damage, it returns reason for seq without an offset.
+func (j *Journal) locate(seq uint64, reason string, framing bool) *CorruptError {
+	path := j.segmentPath(seq)
+	if path != "" {
+		for _, err := range ReadFile(path) {
+			var cerr *CorruptError
+			if errors.As(err, &cerr) && (cerr.Seq == seq || framing) {
+				if cerr.Seq != seq {
+					cerr.Reason += fmt.Sprintf("; tidwall/wal cannot load the file, Replay stopped at seq %d", seq)
+				}
+				return cerr
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+	return &CorruptError{File: path, Offset: -1, Seq: seq, Reason: reason}
+}
+
+// readLog reads one entry from tidwall. A segment whose framing is damaged
+// can yield fewer entries than its neighbours' names promise, which makes
+// tidwall index out of range; that panic is corruption, reported as such.
+func (j *Journal) readLog(seq uint64) (data []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			data, err = nil, fmt.Errorf("%w: the segment holds fewer entries than the file names imply (%v)", wal.ErrCorrupt, r)
+		}
+	}()
+	return j.log.Read(seq)
+}
+
+// segmentPath returns the path of the segment file that should hold seq,
+// or "" if the folder cannot be read; it names the file in errors.
+func (j *Journal) segmentPath(seq uint64) string {
+	l, err := listDir(j.dir)
+	if err != nil {
+		return ""
+	}
+	path := ""
+	for _, s := range l.segments {
+		if s.seq <= seq {
+			path = filepath.Join(j.dir, s.name)
+		}
+	}
+	return path
+}
+
+// TruncateFront drops the entries before seq, keeping at least the last
+// entry: seq is clamped to LastSeq. Dropping nothing is not an error. The
+// folder is fsynced afterwards.
+func (j *Journal) TruncateFront(seq uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usable(); err != nil {
+		return err
+	}
+	first, last := j.first.Load(), j.last.Load()
+	if last < first || seq <= first {
+		return nil
+	}
+	seq = min(seq, last)
+	if err := j.log.TruncateFront(seq); err != nil {
+		return j.fail(err)
+	}
+	j.first.Store(seq)
+	if err := syncDir(j.dir); err != nil {
+		return j.fail(err)
+	}
+	if err := j.relist(); err != nil {
+		return j.fail(err)
+	}
+	return nil
+}
+
+// Sync makes every appended entry durable: it fsyncs the tail segment file
+// and, if a segment file was created since the last fsync of the folder, the
+// folder. Only needed with Options.NoSync.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.usable(); err != nil {
+		return err
+	}
+	if err := j.log.Sync(); err != nil {
+		return j.fail(err)
+	}
+	if j.dirDirty {
+		if err := syncDir(j.dir); err != nil {
+			return j.fail(err)
+		}
+		j.dirDirty = false
+	}
+	return nil
+}
+
+// Close syncs and closes the journal. Closing a failed journal releases what
+// tidwall lets go of and returns an error wrapping ErrFailed.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return ErrClosed
+	}
+	j.closed = true
+	var err error
+	if j.failed == nil && j.dirDirty {
+		err = syncDir(j.dir)
+	}
+	if cerr := j.log.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("journal: closing: %w", cerr)
+	}
+	if j.failed != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, j.failed)
+	}
+	return err
+}
+
+// usable returns the error to give a call on a closed or failed journal.
+func (j *Journal) usable() error {
+	switch {
+	case j.closed:
+		return ErrClosed
+	case j.failed != nil:
+		return fmt.Errorf("%w: %w", ErrFailed, j.failed)
+	}
+	return nil
+}
+
+// fail marks the journal failed by err and returns the error to give.
+func (j *Journal) fail(err error) error {
+	j.failed = err
+	return fmt.Errorf("%w: %w", ErrFailed, err)
+}

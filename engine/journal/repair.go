@@ -1,0 +1,263 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+)
+
+// RepairInfo describes the torn tail that Open cut off the last segment file.
+type RepairInfo struct {
+	// File is the path of the repaired segment file.
+	File string
+	// Offset is where the file was cut: the end of its last good entry.
+	Offset int64
+	// CutBytes is the number of bytes removed from the end of File.
+	CutBytes int64
+	// Copy is the path of the copy of the whole damaged file, kept in the
+	// broken folder.
+	Copy string
+	// Seq is the seq the first dropped entry would have carried; the next
+	// Append reuses it.
+	Seq uint64
+	// Reason says what was wrong with the first dropped entry.
+	Reason string
+}
+
+// segmentFile is one of tidwall's segment files.
+type segmentFile struct {
+	name string
+	seq  uint64 // first seq, from the name
+	size int64
+}
+
+// dirListing is what the journal folder holds, read the way tidwall reads it.
+type dirListing struct {
+	segments []segmentFile // plain segment files, in seq order
+	startSeq uint64        // highest seq of a ".START" file; 0 if none
+	hasEnd   bool          // an ".END" file exists
+	temps    []string      // leftovers of tidwall's temp-file writes
+	bytes    int64         // total size of tidwall's files
+}
+
+// listDir reads the journal folder.
+func listDir(dir string) (dirListing, error) {
+	var l dirListing
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return l, fmt.Errorf("journal: %w", err)
+	}
+	for _, de := range des { // os.ReadDir sorts by name, which is seq order
+		name := de.Name()
+		seq, ok := parseSeqName(name)
+		if !ok || de.IsDir() {
+			continue
+		}
+		suffix := name[20:]
+		info, err := de.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return l, fmt.Errorf("journal: %w", err)
+		}
+		switch suffix {
+		case "":
+			l.segments = append(l.segments, segmentFile{name: name, seq: seq, size: info.Size()})
+		case ".START":
+			l.startSeq = max(l.startSeq, seq)
+		case ".END":
+			l.hasEnd = true
+		case ".START.TEMP", ".END.TEMP":
+			l.temps = append(l.temps, name)
+		default:
+			continue // not tidwall's (a broken copy, say)
+		}
+		l.bytes += info.Size()
+	}
+	return l, nil
+}
+
+// tail returns the segment file that will be tidwall's tail, if it is one to
+// scan: when a ".START" or ".END" file will become the tail, tidwall wrote it
+// whole (to a temp file, fsynced, renamed) and the scan is left to tidwall.
+func (l dirListing) tail() (segmentFile, bool) {
+	if len(l.segments) == 0 || l.hasEnd {
+		return segmentFile{}, false
+	}
+	last := l.segments[len(l.segments)-1]
+	if l.startSeq >= last.seq {
+		return segmentFile{}, false
+	}
+	return last, true
+}
+
+// repairTail scans the tail segment file and cuts off a torn tail, keeping
+// a copy of the whole file in brokenDir. It returns nil when the tail is
+// sound, and a *CorruptError when the damage is not a torn tail.
+func repairTail(dir, brokenDir string, l dirListing, logger *slog.Logger) (*RepairInfo, error) {
+	tail, ok := l.tail()
+	if !ok {
+		return nil, nil
+	}
+	path := filepath.Join(dir, tail.name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	d := fileDecoder{data: data, seq: tail.seq}
+	var cerr *CorruptError
+	for cerr == nil {
+		var ok bool
+		if _, ok, cerr = d.next(); !ok && cerr == nil {
+			return nil, nil
+		}
+	}
+	cerr.File = path
+	if !cerr.Torn {
+		return nil, cerr
+	}
+
+	info := &RepairInfo{
+		File:     path,
+		Offset:   cerr.Offset,
+		CutBytes: int64(len(data)) - cerr.Offset,
+		Seq:      cerr.Seq,
+		Reason:   cerr.Reason,
+	}
+	if info.Copy, err = keepBrokenCopy(brokenDir, tail.name, data); err != nil {
+		return nil, err
+	}
+	if err := truncateSync(path, cerr.Offset); err != nil {
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, err
+	}
+	logger.Warn("journal: repaired a torn tail",
+		"file", info.File, "offset", info.Offset, "cut_bytes", info.CutBytes,
+		"seq", info.Seq, "reason", info.Reason, "copy", info.Copy)
+	return info, nil
+}
+
+// keepBrokenCopy writes data, the whole damaged segment file, to a new file
+// in brokenDir named after the segment and the time, and makes it durable.
+func keepBrokenCopy(brokenDir, segment string, data []byte) (string, error) {
+	if err := mkdirAllSync(brokenDir); err != nil {
+		return "", err
+	}
+	stamp := time.Now().UTC().Format("20060102T150405.000000000Z")
+	for i := 0; ; i++ {
+		name := segment + "." + stamp + ".broken"
+		if i > 0 {
+			name = fmt.Sprintf("%s.%s-%d.broken", segment, stamp, i)
+		}
+		path := filepath.Join(brokenDir, name)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("journal: keeping a copy of a torn segment: %w", err)
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = syncDir(brokenDir)
+		}
+		if err != nil {
+			return "", fmt.Errorf("journal: keeping a copy of a torn segment: %w", err)
+		}
+		return path, nil
+	}
+}
+
+// truncateSync cuts the file at size and fsyncs it.
+func truncateSync(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("journal: repairing %s: %w", path, err)
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("journal: repairing %s: %w", path, err)
+	}
+	return nil
+}
+
+// removeTemps deletes the temp files that tidwall leaves when it crashes
+// while writing a ".START" or ".END" file. Until renamed they mean nothing:
+// tidwall never reads them and the truncation they belonged to did not
+// happen.
+func removeTemps(dir string, l dirListing) error {
+	for _, name := range l.temps {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("journal: %w", err)
+		}
+	}
+	return nil
+}
+
+// mkdirAllSync creates dir and any missing parents, fsyncing the parent of
+// each folder it creates so that the new folders survive a crash.
+func mkdirAllSync(dir string) error {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := syncDir(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir fsyncs a folder, making the creation, renaming and removal of its
+// entries durable. tidwall never does. It is a variable so that tests can
+// make it fail.
+var syncDir = func(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil // folders cannot be fsynced there; NTFS journals metadata
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("journal: fsync folder: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("journal: fsync folder %s: %w", dir, err)
+	}
+	return nil
+}

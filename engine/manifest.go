@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+
+	"github.com/ebbdb/ebb/policy"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// The manifest is the root of a database directory: the containers with
+// their policy history, the segment files that hold each one's sealed
+// records, and where journal replay starts. It is rewritten whole, through a
+// temporary file, fsync and rename, whenever one of those changes, so a crash
+// leaves either the old manifest or the new one.
+//
+//	+----------+---------+--------+--------+------------------+
+//	| "EBBMANI" | version | crc32c | length | msgpack manifest |
+//	|  8 bytes  | u32 LE  | u32 LE | u32 LE |  length bytes    |
+//	+----------+---------+--------+--------+------------------+
+//
+// The crc covers the msgpack body.
+const (
+	manifestName    = "MANIFEST"
+	manifestMagic   = "EBBMANIF"
+	manifestVersion = 1
+	manifestHeader  = 8 + 4 + 4 + 4
+)
+
+type manifest struct {
+	NextFile      uint32          `msgpack:"next_file"`
+	NextContainer uint32          `msgpack:"next_container"`
+	JournalFrom   uint64          `msgpack:"journal_from"` // first journal seq not sealed into segments
+	Clock         int64           `msgpack:"clock"`        // highest time persisted
+	Containers    []containerMeta `msgpack:"containers"`
+}
+
+type containerMeta struct {
+	Num      uint32         `msgpack:"num"`
+	ID       string         `msgpack:"id"`
+	Indexing IndexingMode   `msgpack:"indexing"`
+	History  []historyEntry `msgpack:"history"`
+	Files    []uint32       `msgpack:"files"`
+}
+
+type historyEntry struct {
+	At         int64  `msgpack:"at"`
+	DefaultTTL *int32 `msgpack:"ttl"`
+}
+
+func toHistory(h []historyEntry) policy.History {
+	out := make(policy.History, len(h))
+	for i, e := range h {
+		out[i] = policy.Change{At: e.At, DefaultTTL: e.DefaultTTL}
+	}
+	return out
+}
+
+func fromHistory(h policy.History) []historyEntry {
+	out := make([]historyEntry, len(h))
+	for i, e := range h {
+		out[i] = historyEntry{At: e.At, DefaultTTL: e.DefaultTTL}
+	}
+	return out
+}
+
+// readManifest loads dir's manifest; os.ErrNotExist when there is none.
+func readManifest(dir string) (*manifest, error) {
+	path := filepath.Join(dir, manifestName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return decodeManifest(b, path)
+}
+
+func decodeManifest(b []byte, path string) (*manifest, error) {
+	if len(b) < manifestHeader || string(b[:8]) != manifestMagic {
+		return nil, fmt.Errorf("%s: not an ebb manifest (bad magic or short file): %w", path, ErrCorrupt)
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != manifestVersion {
+		return nil, fmt.Errorf("%s: manifest version %d, this build reads %d: %w", path, v, manifestVersion, ErrCorrupt)
+	}
+	sum := binary.LittleEndian.Uint32(b[12:])
+	n := binary.LittleEndian.Uint32(b[16:])
+	body := b[manifestHeader:]
+	if uint64(n) != uint64(len(body)) {
+		return nil, fmt.Errorf("%s: manifest length %d, file holds %d: %w", path, n, len(body), ErrCorrupt)
+	}
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, fmt.Errorf("%s: manifest checksum mismatch: %w", path, ErrCorrupt)
+	}
+	var m manifest
+	if err := msgpack.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("%s: decode manifest: %v: %w", path, err, ErrCorrupt)
+	}
+	return &m, nil
+}
+
+func encodeManifest(m *manifest) ([]byte, error) {
+	body, err := msgpack.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(manifestMagic)
+	binary.Write(&buf, binary.LittleEndian, uint32(manifestVersion))
+	binary.Write(&buf, binary.LittleEndian, crc32.Checksum(body, castagnoli))
+	binary.Write(&buf, binary.LittleEndian, uint32(len(body)))
+	buf.Write(body)
+	return buf.Bytes(), nil
+}
+
+// writeManifest replaces dir's manifest atomically and durably.
+func writeManifest(dir string, m *manifest) error {
+	b, err := encodeManifest(m)
+	if err != nil {
+		return fmt.Errorf("ebb: encode manifest: %w", err)
+	}
+	if err := writeFileAtomic(dir, manifestName, b); err != nil {
+		return fmt.Errorf("ebb: write manifest: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes name in dir through a temporary file, fsync and
+// rename, then fsyncs dir.
+func writeFileAtomic(dir, name string, b []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"os"
+	"sync/atomic"
+
+	"github.com/ebbdb/ebb/index"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// memtable holds a container's records that are in the journal but not yet
+// sealed into a segment file, in journal order. Reads of recent writes are
+// served from it. The active memtable grows under the container's lock; a
+// frozen one is immutable while it is sealed.
+type memtable struct {
+	gen   uint32
+	recs  []segment.Record
+	bytes int64 // encoded size of recs
+}
+
+func newMemtable(gen uint32) *memtable { return &memtable{gen: gen} }
+
+// add appends r and returns its location.
+func (m *memtable) add(r segment.Record, size int) index.Loc {
+	m.recs = append(m.recs, r)
+	m.bytes += int64(size)
+	return index.Loc{File: index.MemFile | m.gen, Off: uint32(len(m.recs) - 1)}
+}
+
+// at returns the record at loc, if loc points into m.
+func (m *memtable) at(loc index.Loc) (*segment.Record, bool) {
+	if m == nil || loc.File != index.MemFile|m.gen || int(loc.Off) >= len(m.recs) {
+		return nil, false
+	}
+	return &m.recs[loc.Off], true
+}
+
+// segFile is an open segment file shared by readers. A reader takes a
+// reference under the container's lock before it reads, so the compactor
+// can swap the file out at any moment: the last reference closes it.
+type segFile struct {
+	num  uint32
+	r    *segment.Reader
+	refs atomic.Int32 // one for the container's map, one per reader in flight
+}
+
+func newSegFile(num uint32, r *segment.Reader) *segFile {
+	f := &segFile{num: num, r: r}
+	f.refs.Store(1)
+	return f
+}
+
+func (f *segFile) acquire() { f.refs.Add(1) }
+
+func (f *segFile) release() {
+	if f.refs.Add(-1) == 0 {
+		f.r.Close()
+	}
+}
+
+// remove unlinks the file and drops the container's reference. Readers in
+// flight keep their open descriptor until they finish.
+func (f *segFile) remove() {
+	os.Remove(f.r.Path())
+	f.release()
+}

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/ebbdb/ebb/segment"
+)
+
+// Options configure a DB. A nil *Options, and every zero field, means the
+// default given in the field's comment; the defaults live in one place,
+// withDefaults.
+type Options struct {
+	// Clock is the wall clock: unix seconds of Clock() are the time of every
+	// write (_ts) and the instant against which expiry is judged. The engine
+	// never lets its own notion of now run backwards, whatever Clock does.
+	// Default: time.Now.
+	Clock func() time.Time
+
+	// NoSync acknowledges writes before their journal entry is fsynced. Off by
+	// default: a write returns only after its fsync (shared with concurrent
+	// writes by group commit), so an acknowledged write survives a crash.
+	// Turning it on trades that guarantee for speed; a crash may then lose the
+	// last acknowledged writes, never a part of one.
+	NoSync bool
+
+	// JournalSegmentSize is the size of each journal file. The journal keeps
+	// its newest file in memory, so this is also a memory cost. Default 16 MiB.
+	JournalSegmentSize int
+
+	// SealThreshold is how many bytes of records may wait in memtables (and in
+	// the journal) before they are sealed into segment files. Default 64 MiB.
+	SealThreshold int64
+
+	// BlockSize is the uncompressed size of a segment block, the unit that is
+	// compressed, checksummed and cached. Default 32 KiB.
+	BlockSize int
+
+	// Compression is the codec of segment blocks. Default zstd.
+	Compression Compression
+
+	// BlockCacheSize bounds the cache of decompressed segment blocks, in
+	// bytes. Default 64 MiB.
+	BlockCacheSize int64
+
+	// Logger receives repairs and background decisions. Default: discard.
+	Logger *slog.Logger
+}
+
+// Compression chooses the codec of segment blocks.
+type Compression uint8
+
+const (
+	// CompressionDefault is zstd.
+	CompressionDefault Compression = iota
+	// CompressionZstd: best ratio, fast decoding (github.com/klauspost/compress/zstd).
+	CompressionZstd
+	// CompressionS2: fastest, a larger file (github.com/klauspost/compress/s2).
+	CompressionS2
+	// CompressionNone stores blocks as they are.
+	CompressionNone
+)
+
+func (c Compression) segment() segment.Compression {
+	switch c {
+	case CompressionS2:
+		return segment.CompressionS2
+	case CompressionNone:
+		return segment.CompressionNone
+	default:
+		return segment.CompressionZstd
+	}
+}
+
+// withDefaults returns a copy of o with every unset field at its default.
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.Clock == nil {
+		out.Clock = time.Now
+	}
+	if out.JournalSegmentSize <= 0 {
+		out.JournalSegmentSize = 16 << 20
+	}
+	if out.SealThreshold <= 0 {
+		out.SealThreshold = 64 << 20
+	}
+	if out.BlockSize <= 0 {
+		out.BlockSize = 32 << 10
+	}
+	if out.BlockCacheSize <= 0 {
+		out.BlockCacheSize = 64 << 20
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return out
+}

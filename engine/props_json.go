@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ebbdb/ebb/policy"
+)
+
+// propsJSON is ContainerProperties in Cosmos DB's JSON shape:
+// {"id":"c","defaultTtl":3600,"indexingPolicy":{"indexingMode":"consistent"}}.
+type propsJSON struct {
+	ID             string          `json:"id"`
+	DefaultTTL     json.RawMessage `json:"defaultTtl,omitempty"`
+	IndexingPolicy *struct {
+		IndexingMode string `json:"indexingMode"`
+	} `json:"indexingPolicy,omitempty"`
+}
+
+// MarshalJSON writes the properties in Cosmos DB's JSON shape.
+func (p ContainerProperties) MarshalJSON() ([]byte, error) {
+	var j propsJSON
+	j.ID = p.ID
+	if p.DefaultTTL != nil {
+		j.DefaultTTL = json.RawMessage(fmt.Sprint(*p.DefaultTTL))
+	}
+	j.IndexingPolicy = &struct {
+		IndexingMode string `json:"indexingMode"`
+	}{p.Indexing.String()}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads properties in Cosmos DB's JSON shape. A defaultTtl
+// that is not -1 or an integer in 1..2147483647, or an unknown indexing
+// mode, is an error wrapping ErrInvalidProperties.
+func (p *ContainerProperties) UnmarshalJSON(b []byte) error {
+	var j propsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidProperties, err)
+	}
+	out := ContainerProperties{ID: j.ID}
+	if raw := bytes.TrimSpace(j.DefaultTTL); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		var n json.Number
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return fmt.Errorf("%w: defaultTtl %s is not a number", ErrInvalidProperties, raw)
+		}
+		v, err := n.Int64()
+		if err != nil {
+			return fmt.Errorf("%w: defaultTtl %s is not an integer", ErrInvalidProperties, raw)
+		}
+		if err := policy.ValidateDefaultTTL(v); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidProperties, err)
+		}
+		out.DefaultTTL = TTL(int32(v))
+	}
+	if j.IndexingPolicy != nil {
+		switch j.IndexingPolicy.IndexingMode {
+		case "", "consistent":
+			out.Indexing = IndexingConsistent
+		case "lazy":
+			out.Indexing = IndexingLazy
+		case "none":
+			out.Indexing = IndexingNone
+		default:
+			return fmt.Errorf("%w: indexingMode %q is not consistent, lazy or none", ErrInvalidProperties, j.IndexingPolicy.IndexingMode)
+		}
+	}
+	*p = out
+	return nil
+}

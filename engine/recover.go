@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/index"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// recover builds the DB's state from dir: the manifest, then each segment
+// file's index block (never its data blocks), then the journal from where
+// the manifest says sealed records end.
+func (db *DB) recover() error {
+	m, err := readManifest(db.dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := db.checkEmpty(); err != nil {
+			return err
+		}
+		m = &manifest{NextFile: 1, NextContainer: 1, JournalFrom: 1}
+		db.clock = newClock(db.opts.Clock, 0)
+		if err := writeManifest(db.dir, m); err != nil {
+			return err
+		}
+	case err != nil:
+		return fmt.Errorf("ebb: open %s: %w", db.dir, err)
+	}
+	db.nextFile, db.nextContainer, db.journalFrom = m.NextFile, m.NextContainer, m.JournalFrom
+	floor := max(m.Clock, readClockFile(db.dir))
+	db.clock = newClock(db.opts.Clock, floor)
+	db.clockSaved = m.Clock
+	db.clockPersisted.Store(floor)
+
+	referenced := make(map[uint32]bool)
+	for _, cm := range m.Containers {
+		h := toHistory(cm.History)
+		if len(h) == 0 {
+			return fmt.Errorf("ebb: manifest: container %q has no policy history: %w", cm.ID, ErrCorrupt)
+		}
+		props := ContainerProperties{ID: cm.ID, DefaultTTL: h.Current(), Indexing: cm.Indexing}
+		c := newContainer(db, cm.Num, props, h)
+		db.containers[cm.ID] = c
+		db.byNum[cm.Num] = c
+		for _, num := range cm.Files {
+			referenced[num] = true
+			f, err := db.openSegment(num)
+			if err != nil {
+				return fmt.Errorf("ebb: open container %q: %w", cm.ID, err)
+			}
+			c.files[num] = f
+		}
+		if err := c.loadFiles(); err != nil {
+			return err
+		}
+	}
+	if err := db.removeOrphans(referenced); err != nil {
+		return err
+	}
+
+	jdir := filepath.Join(db.dir, journalDir)
+	db.jnl, err = journal.Open(jdir, filepath.Join(db.dir, brokenDir), journal.Options{
+		SegmentSize: db.opts.JournalSegmentSize,
+		NoSync:      db.opts.NoSync,
+		Logger:      db.log,
+	})
+	if err != nil {
+		return fmt.Errorf("ebb: open journal: %w", err)
+	}
+	if r := db.jnl.Repair(); r != nil {
+		db.log.Warn("ebb: repaired torn journal tail", "file", r.File, "offset", r.Offset, "cut", r.CutBytes, "copy", r.Copy)
+	}
+	if err := db.replay(); err != nil {
+		return err
+	}
+	now := db.clock.now()
+	for _, c := range db.byNum {
+		c.mu.Lock()
+		c.nextDue.Store(c.idx.NextDue())
+		c.advanceLocked(now)
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// checkEmpty refuses to create a new database over files that look like
+// one whose manifest is missing: that would lose its data.
+func (db *DB) checkEmpty() error {
+	for _, sub := range []string{journalDir, segmentDir} {
+		ents, err := os.ReadDir(filepath.Join(db.dir, sub))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("ebb: open %s: %w", db.dir, err)
+		}
+		if len(ents) > 0 {
+			return fmt.Errorf("ebb: open %s: %s/ holds files but the MANIFEST is missing: %w", db.dir, sub, ErrCorrupt)
+		}
+	}
+	return nil
+}
+
+// loadFiles rebuilds the index from the container's segment index blocks.
+// Files overlap in any order after compaction, so the version with the
+// highest sequence wins, and a tombstone hides older puts in other files.
+func (c *Container) loadFiles() error {
+	tomb := make(map[string]uint64)
+	for num, f := range c.files {
+		entries, err := f.r.Index()
+		if err != nil {
+			return fmt.Errorf("ebb: open container %q: segment %d: %w", c.props.ID, num, err)
+		}
+		for _, e := range entries {
+			cur, ok := c.idx.Get(e.ID)
+			if e.Op == segment.OpDelete {
+				if ok && cur.Seq < e.Seq {
+					c.idx.Delete(e.ID)
+				}
+				if tomb[e.ID] < e.Seq {
+					tomb[e.ID] = e.Seq
+				}
+				continue
+			}
+			if (ok && cur.Seq >= e.Seq) || tomb[e.ID] > e.Seq {
+				continue
+			}
+			c.idx.Put(index.Slot{
+				ID: e.ID, Seq: e.Seq, TS: e.TS, TTL: e.TTL, Size: e.Size,
+				Loc:    index.Loc{File: num, Block: e.Handle.Block, Off: e.Handle.Off},
+				Expire: c.history.ExpiresAt(e.TS, e.TTL),
+			})
+			c.db.clock.observe(e.TS)
+		}
+	}
+	return nil
+}
+
+// replay applies the journal's unsealed entries to memtables and indexes.
+func (db *DB) replay() error {
+	first, next := db.jnl.FirstSeq(), db.jnl.NextSeq()
+	from := db.journalFrom
+	switch {
+	case from > next:
+		return fmt.Errorf("ebb: journal ends before entry %d but the manifest says entries up to %d were sealed: %w", next, from-1, ErrCorrupt)
+	case from == next:
+		return nil // everything is sealed
+	case first == 0 || from < first:
+		return fmt.Errorf("ebb: journal starts at entry %d but replay must start at %d: %w", first, from, ErrCorrupt)
+	}
+	var rec segment.Record
+	return db.jnl.Replay(from, func(seq uint64, payload []byte) error {
+		for off := 0; off < len(payload); {
+			n, err := segment.DecodeRecord(payload[off:], &rec)
+			if err != nil {
+				return fmt.Errorf("ebb: journal entry %d offset %d: %w", seq, off, err)
+			}
+			if rec.Seq != seq {
+				return fmt.Errorf("ebb: journal entry %d holds a record of seq %d: %w", seq, rec.Seq, ErrCorrupt)
+			}
+			off += n
+			c := db.byNum[rec.Container]
+			if c == nil {
+				continue // its container was deleted
+			}
+			r := rec
+			r.Body = append([]byte(nil), rec.Body...) // rec.Body aliases the journal's buffer
+			c.applyRecord(r, n)
+			db.clock.observe(rec.TS)
+		}
+		return nil
+	})
+}
+
+// removeOrphans deletes segment files the manifest does not name: outputs
+// of a seal or compaction that crashed before its manifest write, or inputs
+// of one that crashed after it.
+func (db *DB) removeOrphans(referenced map[uint32]bool) error {
+	dir := filepath.Join(db.dir, segmentDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("ebb: open %s: %w", dir, err)
+	}
+	removed := 0
+	for _, e := range ents {
+		name := e.Name()
+		num, err := strconv.ParseUint(strings.TrimSuffix(name, ".seg"), 10, 32)
+		if strings.HasSuffix(name, ".seg") && err == nil && referenced[uint32(num)] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("ebb: remove orphan %s: %w", name, err)
+		}
+		db.log.Info("ebb: removed orphan segment file", "file", name)
+		removed++
+	}
+	if removed > 0 {
+		return syncDir(dir)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/ebbdb/ebb/policy"
+)
+
+// TTL returns a pointer to n, for ContainerProperties.DefaultTTL:
+// engine.TTL(3600) expires items an hour after their last write,
+// engine.TTL(-1) turns TTL on without a default.
+func TTL(n int32) *int32 { return &n }
+
+// IndexingMode is a container's indexing policy mode, as in Cosmos DB. TTL
+// needs a container whose mode is consistent or lazy.
+type IndexingMode uint8
+
+const (
+	// IndexingConsistent (the zero value) keeps indexes up to date with every write.
+	IndexingConsistent IndexingMode = iota
+	// IndexingLazy updates indexes in the background.
+	IndexingLazy
+	// IndexingNone keeps no index; TTL cannot be turned on.
+	IndexingNone
+)
+
+func (m IndexingMode) String() string {
+	switch m {
+	case IndexingConsistent:
+		return "consistent"
+	case IndexingLazy:
+		return "lazy"
+	case IndexingNone:
+		return "none"
+	}
+	return "IndexingMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// ContainerProperties are a container's settings.
+type ContainerProperties struct {
+	// ID names the container: 1 to 255 characters without / \ ? #.
+	ID string
+	// DefaultTTL is nil (TTL off), -1 (TTL on, items live until their own
+	// ttl says otherwise) or n seconds in 1..2147483647 (items expire n
+	// seconds after their last write unless their own ttl says otherwise).
+	DefaultTTL *int32
+	// Indexing is the indexing mode.
+	Indexing IndexingMode
+}
+
+func (p ContainerProperties) validate() error {
+	if err := validateID(p.ID); err != nil {
+		return fmt.Errorf("%w: container id: %v", ErrInvalidProperties, err)
+	}
+	if p.Indexing > IndexingNone {
+		return fmt.Errorf("%w: container %q: indexing mode %d is not consistent, lazy or none", ErrInvalidProperties, p.ID, p.Indexing)
+	}
+	if p.DefaultTTL != nil {
+		if err := policy.ValidateDefaultTTL(int64(*p.DefaultTTL)); err != nil {
+			return fmt.Errorf("%w: container %q: %w", ErrInvalidProperties, p.ID, err)
+		}
+		if p.Indexing == IndexingNone {
+			return fmt.Errorf("%w: container %q: defaultTtl %d needs indexing mode consistent or lazy, not none", ErrInvalidProperties, p.ID, *p.DefaultTTL)
+		}
+	}
+	return nil
+}
+
+func (p ContainerProperties) clone() ContainerProperties {
+	if p.DefaultTTL != nil {
+		p.DefaultTTL = TTL(*p.DefaultTTL)
+	}
+	return p
+}
+
+// Item is one stored item as a read or write returns it.
+type Item struct {
+	// ID is the item's id.
+	ID string
+	// TS is the item's _ts: unix seconds of its last write.
+	TS int64
+	// ETag is the item's _etag; it changes with every write. Pass it to
+	// IfMatch for optimistic concurrency.
+	ETag string
+	// Body is the stored JSON object with the system properties id, _ts and
+	// _etag. Property order is not preserved.
+	Body []byte
+}
+
+// Stats describe a container's items at the moment of the call. Expired
+// items never count toward Items or LiveBytes.
+type Stats struct {
+	// Items is the number of live items.
+	Items int64
+	// LiveBytes is the size of the live items' records, uncompressed.
+	LiveBytes int64
+	// DiskBytes is the size of the container's segment files plus its
+	// records still waiting in the journal: what it holds on disk, live or
+	// dead, until compaction.
+	DiskBytes int64
+	// ExpiredPending is the number of expired items whose records are still
+	// on disk, waiting for compaction.
+	ExpiredPending int64
+}
+
+// WriteOption adjusts one write.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct {
+	ifMatch string
+}
+
+// IfMatch makes a write or delete conditional on the item's current etag:
+// it fails with ErrPreconditionFailed when the etag differs.
+func IfMatch(etag string) WriteOption {
+	return func(o *writeOptions) { o.ifMatch = etag }
+}
+
+// etagOf renders the etag of the version written with sequence seq: the
+// sequence in 16 hex digits, quoted as Cosmos DB quotes its etags.
+func etagOf(seq uint64) string {
+	const hexDigits = "0123456789abcdef"
+	var b [18]byte
+	b[0], b[17] = '"', '"'
+	for i := 16; i >= 1; i-- {
+		b[i] = hexDigits[seq&15]
+		seq >>= 4
+	}
+	return string(b[:])
+}

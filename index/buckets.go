@@ -1,0 +1,128 @@
+package index
+
+import (
+	"container/heap"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// coarseBits sets the width of a coarse bucket: 64 seconds.
+const coarseBits = 6
+
+// buckets files slots by the instant they expire. Far-future expiries sit in
+// coarse buckets (one per 64 s window) so that items whose expiries are
+// spread over months cost a few bits each, not a bitmap each; when a coarse
+// window arrives it is split once into exact one-second buckets, which
+// Advance then takes whole.
+type buckets struct {
+	coarse     map[int64]*roaring.Bitmap
+	coarseKeys keyHeap
+	fine       map[int64]*roaring.Bitmap
+	fineKeys   keyHeap
+	// splitThrough is the highest coarse key already split into fine
+	// buckets; expiries at or below its window go straight to fine buckets.
+	splitThrough int64
+}
+
+func newBuckets() buckets {
+	return buckets{
+		coarse:       make(map[int64]*roaring.Bitmap),
+		fine:         make(map[int64]*roaring.Bitmap),
+		splitThrough: -1 << 62,
+	}
+}
+
+func (b *buckets) add(slot uint32, expire int64) {
+	if expire == Never {
+		return
+	}
+	if k := expire >> coarseBits; k > b.splitThrough {
+		addTo(b.coarse, &b.coarseKeys, k, slot)
+		return
+	}
+	addTo(b.fine, &b.fineKeys, expire, slot)
+}
+
+func (b *buckets) remove(slot uint32, expire int64) {
+	if expire == Never {
+		return
+	}
+	if k := expire >> coarseBits; k > b.splitThrough {
+		if bm := b.coarse[k]; bm != nil {
+			bm.Remove(slot)
+		}
+		return
+	}
+	if bm := b.fine[expire]; bm != nil {
+		bm.Remove(slot)
+	}
+}
+
+// nextDue is the earliest instant at which some bucket comes due, or Never.
+func (b *buckets) nextDue() int64 {
+	due := Never
+	if len(b.fineKeys) > 0 {
+		due = b.fineKeys[0]
+	}
+	if len(b.coarseKeys) > 0 {
+		if c := b.coarseKeys[0] << coarseBits; c < due {
+			due = c
+		}
+	}
+	return due
+}
+
+// takeDue removes every bucket due at now and calls fn for each slot filed
+// in them. expireOf gives a slot's current expiry, to refile a split coarse
+// bucket's slots; fn's caller checks that the slot still expires by now.
+func (b *buckets) takeDue(now int64, expireOf func(uint32) int64, fn func(slot uint32)) {
+	for len(b.coarseKeys) > 0 && b.coarseKeys[0]<<coarseBits <= now {
+		k := heap.Pop(&b.coarseKeys).(int64)
+		bm := b.coarse[k]
+		delete(b.coarse, k)
+		b.splitThrough = max(b.splitThrough, k)
+		it := bm.Iterator()
+		for it.HasNext() {
+			s := it.Next()
+			if e := expireOf(s); e != Never && e>>coarseBits == k {
+				addTo(b.fine, &b.fineKeys, e, s)
+			}
+		}
+	}
+	for len(b.fineKeys) > 0 && b.fineKeys[0] <= now {
+		e := heap.Pop(&b.fineKeys).(int64)
+		bm := b.fine[e]
+		delete(b.fine, e)
+		it := bm.Iterator()
+		for it.HasNext() {
+			fn(it.Next())
+		}
+	}
+}
+
+// reset empties every bucket, for a policy change that refiles them all.
+func (b *buckets) reset() { *b = newBuckets() }
+
+func addTo(m map[int64]*roaring.Bitmap, keys *keyHeap, k int64, slot uint32) {
+	bm := m[k]
+	if bm == nil {
+		bm = roaring.New()
+		m[k] = bm
+		heap.Push(keys, k)
+	}
+	bm.Add(slot)
+}
+
+// keyHeap is a min-heap of bucket keys.
+type keyHeap []int64
+
+func (h keyHeap) Len() int           { return len(h) }
+func (h keyHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h keyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *keyHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *keyHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,54 @@
+package index
+
+import "math"
+
+// Never is the expiry instant of an item that does not expire.
+const Never int64 = math.MaxInt64
+
+// MemFile marks a Loc that points into a memtable rather than a segment
+// file: the low bits then hold the memtable's generation.
+const MemFile uint32 = 1 << 31
+
+// Loc is where an item's newest record is: a segment file number, the block
+// in it and the record's offset in the decompressed block; or, with MemFile
+// set in File, a memtable generation and the record's position in it.
+type Loc struct {
+	File  uint32
+	Block uint32
+	Off   uint32
+}
+
+// InMem reports whether l points into a memtable.
+func (l Loc) InMem() bool { return l.File&MemFile != 0 }
+
+// Slot is everything the index keeps about one item.
+type Slot struct {
+	ID     string
+	Loc    Loc
+	Seq    uint64 // sequence of the write that made this version; the etag
+	TS     int64  // _ts of that write
+	Expire int64  // first instant at which the item is expired; Never if none
+	TTL    int32  // the item's own ttl property: 0 absent, -1 never, n seconds
+	Size   uint32 // encoded record size in bytes
+}
+
+// Live reports whether the slot's item is visible at now.
+func (s *Slot) Live(now int64) bool { return s.Expire > now }
+
+// slotPageBits sizes the pages that slots are stored in. Pages keep growth
+// from copying (and transiently doubling) one huge slice.
+const slotPageBits = 12
+
+type slotPages [][]Slot
+
+func (p slotPages) at(n uint32) *Slot {
+	return &p[n>>slotPageBits][n&(1<<slotPageBits-1)]
+}
+
+// grow makes room for slot n and returns the pages.
+func (p slotPages) grow(n uint32) slotPages {
+	for int(n>>slotPageBits) >= len(p) {
+		p = append(p, make([]Slot, 1<<slotPageBits))
+	}
+	return p
+}

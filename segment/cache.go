@@ -1,0 +1,134 @@
+package segment
+
+import (
+	"math"
+	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// Cache is an LRU of decompressed data blocks shared by Readers, keyed by
+// (ReaderOptions.FileNum, block number) and bounded by the bytes it holds.
+// It is safe for concurrent use. Cached blocks are immutable; Get copies
+// what it returns out of them.
+//
+// The cache is split into shards, each an LRU with its own lock and an equal
+// share of the budget, so that concurrent readers rarely wait on each other.
+// A block larger than a shard's share is not cached.
+type Cache struct {
+	shards []cacheShard
+	mask   uint64
+}
+
+type cacheKey struct {
+	file  uint64
+	block uint32
+}
+
+type cacheShard struct {
+	mu   sync.Mutex
+	lru  *simplelru.LRU[cacheKey, []byte]
+	size int64 // bytes held, by blockCost
+	max  int64
+}
+
+// cacheEntryOverhead approximates the memory of one entry beyond its block:
+// list element, map slot and slice header.
+const cacheEntryOverhead = 128
+
+// minShardBytes is the smallest budget worth a shard of its own.
+const minShardBytes = 8 << 20
+
+// maxCacheShards bounds the number of shards.
+const maxCacheShards = 16
+
+func blockCost(b []byte) int64 { return int64(cap(b)) + cacheEntryOverhead }
+
+// NewCache returns a cache that holds at most maxBytes of blocks (counting
+// a small per-entry overhead). maxBytes <= 0 gives a cache that holds nothing.
+func NewCache(maxBytes int64) *Cache {
+	n := 1
+	for n < maxCacheShards && maxBytes/int64(2*n) >= minShardBytes {
+		n *= 2
+	}
+	c := &Cache{shards: make([]cacheShard, n), mask: uint64(n - 1)}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.max = max(maxBytes, 0) / int64(n)
+		s.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ cacheKey, v []byte) {
+			s.size -= blockCost(v)
+		})
+	}
+	return c
+}
+
+func (c *Cache) shard(k cacheKey) *cacheShard {
+	h := (k.file*0x9E3779B97F4A7C15 ^ uint64(k.block)) * 0xBF58476D1CE4E5B9
+	return &c.shards[(h>>32)&c.mask]
+}
+
+func (c *Cache) get(k cacheKey) ([]byte, bool) {
+	s := c.shard(k)
+	s.mu.Lock()
+	v, ok := s.lru.Get(k)
+	s.mu.Unlock()
+	return v, ok
+}
+
+// add inserts a block, evicting the least recently used ones to make room.
+// The block must not be modified afterwards.
+func (c *Cache) add(k cacheKey, v []byte) {
+	s := c.shard(k)
+	cost := blockCost(v)
+	if cost > s.max {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lru.Contains(k) {
+		return // another reader filled it first
+	}
+	for s.size+cost > s.max {
+		s.lru.RemoveOldest()
+	}
+	s.lru.Add(k, v)
+	s.size += cost
+}
+
+// EvictFile drops every cached block of file. Reader.Close calls it.
+func (c *Cache) EvictFile(file uint64) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for _, k := range s.lru.Keys() {
+			if k.file == file {
+				s.lru.Remove(k)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Size returns the bytes the cache holds, counting per-entry overhead.
+func (c *Cache) Size() int64 {
+	var n int64
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += s.size
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Len returns the number of cached blocks.
+func (c *Cache) Len() int {
+	var n int
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += s.lru.Len()
+		s.mu.Unlock()
+	}
+	return n
+}

@@ -1,0 +1,321 @@
+package segment
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"sync"
+)
+
+// ReaderOptions configures a Reader.
+type ReaderOptions struct {
+	// Cache is the block cache that Get reads through. nil: every Get reads
+	// and decompresses its block.
+	Cache *Cache
+	// FileNum names the file in Cache. Readers sharing a Cache must have
+	// distinct FileNums.
+	FileNum uint64
+}
+
+// Reader reads a finished segment file. Open checks the footer, the file
+// header and the block table; blocks and the index are checked as they are
+// read, and Verify checks everything. A Reader is safe for concurrent use:
+// all reads are positioned (pread).
+type Reader struct {
+	ra    io.ReaderAt
+	close func() error
+	path  string
+	opts  ReaderOptions
+	ft    footer
+	offs  []int64 // offs[i] is the file offset of data block i; offs[Blocks] is the index block's
+}
+
+// RecordAt is a record yielded by Reader.Records, with where it was found.
+type RecordAt struct {
+	Handle Handle
+	Offset int64 // file offset of the record's block
+	Record Record
+}
+
+// Open opens the segment file at path and checks its footer, header and
+// block table. Damage found returns an error wrapping ErrCorrupt.
+func Open(path string, opts ReaderOptions) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("segment: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("segment: %w", err)
+	}
+	r, err := NewReader(f, fi.Size(), path, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.close = f.Close
+	return r, nil
+}
+
+// NewReader reads a segment of size bytes from ra, as Open does from a file;
+// name is used in errors and returned by Path. Close does not close ra.
+func NewReader(ra io.ReaderAt, size int64, name string, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{ra: ra, path: name, opts: opts}
+	if size < fileHeaderSize+2*blockHeaderSize+footerSize {
+		return nil, r.corrupt("file of %d bytes is too short to be a segment", size)
+	}
+	var tail [footerSize]byte
+	if err := r.readAt(tail[:], size-footerSize); err != nil {
+		return nil, err
+	}
+	ft, err := decodeFooter(tail[:], size)
+	if err != nil {
+		return nil, r.wrap(err)
+	}
+	r.ft = ft
+	var head [fileHeaderSize]byte
+	if err := r.readAt(head[:], 0); err != nil {
+		return nil, err
+	}
+	if err := checkFileHeader(head[:]); err != nil {
+		return nil, r.wrap(err)
+	}
+
+	tableOff := int64(ft.indexOff) + int64(ft.indexLen)
+	b := make([]byte, ft.tableLen) // bounded by the file size: decodeFooter checked
+	if err := r.readAt(b, tableOff); err != nil {
+		return nil, err
+	}
+	table, _, err := decodeBlock(b, kindTable, int(4*ft.stats.Blocks), nil)
+	if err != nil {
+		return nil, r.wrap(fmt.Errorf("table block at offset %d: %w", tableOff, err))
+	}
+	if int64(len(table)) != 4*ft.stats.Blocks {
+		return nil, r.corrupt("table block at offset %d: %d bytes for %d blocks", tableOff, len(table), ft.stats.Blocks)
+	}
+	r.offs = make([]int64, ft.stats.Blocks+1)
+	off := int64(fileHeaderSize)
+	for i := range ft.stats.Blocks {
+		r.offs[i] = off
+		n := int64(binary.LittleEndian.Uint32(table[4*i:]))
+		if n <= blockHeaderSize || n > blockHeaderSize+MaxBlockSize || off+n > int64(ft.indexOff) {
+			return nil, r.corrupt("table block: block %d at offset %d has impossible length %d", i, off, n)
+		}
+		off += n
+	}
+	if off != int64(ft.indexOff) {
+		return nil, r.corrupt("table block: data blocks end at %d, index block starts at %d", off, ft.indexOff)
+	}
+	r.offs[ft.stats.Blocks] = off
+	return r, nil
+}
+
+// Stats returns the footer's summary of the segment.
+func (r *Reader) Stats() Stats { return r.ft.stats }
+
+// Path returns the file's path (or NewReader's name).
+func (r *Reader) Path() string { return r.path }
+
+// Close closes the file and drops its blocks from the cache.
+func (r *Reader) Close() error {
+	if r.opts.Cache != nil {
+		r.opts.Cache.EvictFile(r.opts.FileNum)
+	}
+	if r.close != nil {
+		return r.close()
+	}
+	return nil
+}
+
+// Index decodes the index block: one entry per record, in file order.
+func (r *Reader) Index() ([]IndexEntry, error) {
+	off := int64(r.ft.indexOff)
+	bb := getBlockBuf()
+	defer putBlockBuf(bb)
+	bb.stored = grow(bb.stored, int(r.ft.indexLen))
+	if err := r.readAt(bb.stored, off); err != nil {
+		return nil, err
+	}
+	raw, _, err := decodeBlock(bb.stored, kindIndex, maxIndexRaw(&r.ft.stats), bb.raw)
+	if err == nil {
+		bb.keepRaw(raw)
+		var entries []IndexEntry
+		if entries, err = decodeIndex(raw, &r.ft.stats); err == nil {
+			return entries, nil
+		}
+	}
+	return nil, r.wrap(fmt.Errorf("index block at offset %d: %w", off, err))
+}
+
+// Get reads the record at h into rec, through the block cache if there is
+// one. rec.Body is a fresh copy that the caller owns (it never aliases cache
+// memory, which may be evicted and reused); rec.ID is a copy as well.
+func (r *Reader) Get(h Handle, rec *Record) error {
+	if int64(h.Block) >= r.ft.stats.Blocks {
+		return fmt.Errorf("segment %s: handle %s: no such block", r.path, h)
+	}
+	var raw []byte
+	c := r.opts.Cache
+	if c != nil {
+		key := cacheKey{r.opts.FileNum, h.Block}
+		var ok bool
+		if raw, ok = c.get(key); !ok {
+			var err error
+			if raw, err = r.readBlock(h.Block, nil); err != nil {
+				return err
+			}
+			c.add(key, raw)
+		}
+	} else {
+		bb := getBlockBuf()
+		defer putBlockBuf(bb)
+		var err error
+		if raw, err = r.readBlock(h.Block, bb); err != nil {
+			return err
+		}
+	}
+	if uint64(h.Off) >= uint64(len(raw)) {
+		return fmt.Errorf("segment %s: handle %s: offset beyond the block's %d bytes", r.path, h, len(raw))
+	}
+	if _, err := decodeRecord(raw[h.Off:], rec); err != nil {
+		return r.wrap(fmt.Errorf("block %d at offset %d: record at %d: %w", h.Block, r.offs[h.Block], h.Off, err))
+	}
+	rec.Body = bytes.Clone(rec.Body)
+	return nil
+}
+
+// Records yields every record in file order with its Handle. Each record's
+// Body aliases a buffer that belongs to it and its block-mates only, so it
+// stays valid after the loop moves on. The first error ends the sequence.
+func (r *Reader) Records() iter.Seq2[RecordAt, error] { return r.records(true) }
+
+// records is Records; with keep false, Bodies alias a buffer reused for the
+// next block, which saves an allocation per block for Verify.
+func (r *Reader) records(keep bool) iter.Seq2[RecordAt, error] {
+	return func(yield func(RecordAt, error) bool) {
+		var bb *blockBuf
+		if !keep {
+			bb = getBlockBuf()
+			defer putBlockBuf(bb)
+		}
+		for blk := range uint32(r.ft.stats.Blocks) {
+			raw, err := r.readBlock(blk, bb)
+			if err != nil {
+				yield(RecordAt{}, err)
+				return
+			}
+			at := RecordAt{Handle: Handle{Block: blk}, Offset: r.offs[blk]}
+			for int(at.Handle.Off) < len(raw) {
+				n, err := decodeRecord(raw[at.Handle.Off:], &at.Record)
+				if err == nil && at.Record.Container != r.ft.stats.Container {
+					err = fmt.Errorf("record of container %d in a segment of container %d: %w",
+						at.Record.Container, r.ft.stats.Container, ErrCorrupt)
+				}
+				if err != nil {
+					yield(RecordAt{}, r.wrap(fmt.Errorf("block %d at offset %d: record at %d: %w",
+						blk, at.Offset, at.Handle.Off, err)))
+					return
+				}
+				if !yield(at, nil) {
+					return
+				}
+				at.Handle.Off += uint32(n)
+			}
+			if len(raw) == 0 {
+				yield(RecordAt{}, r.corrupt("block %d at offset %d: empty", blk, at.Offset))
+				return
+			}
+		}
+	}
+}
+
+// readBlock reads and checks data block blk. With bb nil the result is
+// freshly allocated and may be kept (cached); otherwise it lives in bb.
+func (r *Reader) readBlock(blk uint32, bb *blockBuf) ([]byte, error) {
+	own := bb == nil
+	if own {
+		bb = getBlockBuf()
+		defer putBlockBuf(bb)
+	}
+	off := r.offs[blk]
+	bb.stored = grow(bb.stored, int(r.offs[blk+1]-off))
+	if err := r.readAt(bb.stored, off); err != nil {
+		return nil, err
+	}
+	var scratch []byte
+	if !own {
+		scratch = bb.raw
+	}
+	raw, _, err := decodeBlock(bb.stored, kindData, MaxBlockSize, scratch)
+	if err != nil {
+		return nil, r.wrap(fmt.Errorf("block %d at offset %d: %w", blk, off, err))
+	}
+	if own {
+		if Compression(bb.stored[8]) == CompressionNone {
+			raw = bytes.Clone(raw) // raw aliases the pooled read buffer
+		}
+		return raw, nil
+	}
+	bb.keepRaw(raw)
+	return raw, nil
+}
+
+// readAt fills b from offset off; a short read means the file shrank.
+func (r *Reader) readAt(b []byte, off int64) error {
+	n, err := r.ra.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return r.corrupt("read %d bytes at offset %d, want %d: file truncated", n, off, len(b))
+	}
+	return fmt.Errorf("segment %s: %w", r.path, err)
+}
+
+func (r *Reader) wrap(err error) error { return fmt.Errorf("segment %s: %w", r.path, err) }
+
+func (r *Reader) corrupt(format string, args ...any) error {
+	return fmt.Errorf("segment %s: "+format+": %w", append([]any{r.path}, append(args, ErrCorrupt)...)...)
+}
+
+// blockBuf holds the buffers for reading and decompressing one block; they
+// are pooled across reads that do not keep the block.
+type blockBuf struct{ stored, raw []byte }
+
+var blockBufs = sync.Pool{New: func() any { return new(blockBuf) }}
+
+// maxPooled is the largest buffer returned to the pool.
+const maxPooled = 1 << 20
+
+func getBlockBuf() *blockBuf { return blockBufs.Get().(*blockBuf) }
+
+func putBlockBuf(bb *blockBuf) {
+	if cap(bb.stored) > maxPooled {
+		bb.stored = nil
+	}
+	if cap(bb.raw) > maxPooled {
+		bb.raw = nil
+	}
+	blockBufs.Put(bb)
+}
+
+// keepRaw remembers raw, just decoded from bb.stored, as the decompression
+// buffer for the next block, unless it is bb.stored's own payload.
+func (bb *blockBuf) keepRaw(raw []byte) {
+	if Compression(bb.stored[8]) != CompressionNone {
+		bb.raw = raw[:0]
+	}
+}
+
+// grow returns b resized to n bytes, reallocating with room to spare.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n, max(n, 2*cap(b), 4096))
+	}
+	return b[:n]
+}
