@@ -287,7 +287,6 @@ func (c *Container) applyRecord(rec segment.Record, size int) {
 		c.idx.Delete(rec.ID)
 		return
 	}
-	expire := c.history.ExpiresAt(rec.TS, rec.TTL)
-	c.idx.Put(index.Slot{ID: rec.ID, Loc: loc, Seq: rec.Seq, TS: rec.TS, Expire: expire, TTL: rec.TTL, Size: uint32(size)})
+	expire := c.idx.Put(index.Slot{ID: rec.ID, Loc: loc, Seq: rec.Seq, TS: rec.TS, TTL: rec.TTL, Size: uint32(size)})
 	c.noteExpiry(expire)
 }

@@ -39,10 +39,10 @@ func newContainer(db *DB, num uint32, props ContainerProperties, h policy.Histor
 		num:     num,
 		props:   props,
 		history: h,
-		idx:     index.New(),
 		mem:     newMemtable(db.memGen),
 		files:   make(map[uint32]*segFile),
 	}
+	c.idx = c.newIndex()
 	c.nextDue.Store(index.Never)
 	return c
 }
@@ -246,10 +246,16 @@ func (c *Container) advanceLocked(now int64) {
 	c.nextDue.Store(c.idx.NextDue())
 }
 
+// newIndex returns an empty index whose items expire by the container's
+// policy history (read under c.mu, as every index call is).
+func (c *Container) newIndex() *index.Index {
+	return index.New(func(ts int64, ttl int32) int64 { return c.history.ExpiresAt(ts, ttl) })
+}
+
 // refileLocked recomputes every unexpired item's expiry from the policy
 // history and marks those expired by now; c.mu is held for writing.
 func (c *Container) refileLocked(now int64) {
-	c.idx.Recompute(c.history.ExpiresAt)
+	c.idx.Recompute()
 	c.idx.Advance(now)
 	c.nextDue.Store(c.idx.NextDue())
 }

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 
 	"github.com/ebbdb/ebb/engine/journal"
-	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -234,7 +233,7 @@ func (db *DB) DeleteContainer(ctx context.Context, id string) error {
 		c.memBytesRelease()
 		files := c.files
 		c.files = map[uint32]*segFile{}
-		c.idx = index.New()
+		c.idx = c.newIndex()
 		c.mem, c.frozen = nil, nil
 		c.mu.Unlock()
 		for _, f := range files {

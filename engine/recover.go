@@ -108,6 +108,11 @@ func (db *DB) checkEmpty() error {
 // highest sequence wins, and a tombstone hides older puts in other files.
 func (c *Container) loadFiles() error {
 	tomb := make(map[string]uint64)
+	var records int64
+	for _, f := range c.files {
+		records += f.r.Stats().Puts
+	}
+	c.idx.Reserve(int(records))
 	for num, f := range c.files {
 		entries, err := f.r.Index()
 		if err != nil {
@@ -129,8 +134,7 @@ func (c *Container) loadFiles() error {
 			}
 			c.idx.Put(index.Slot{
 				ID: e.ID, Seq: e.Seq, TS: e.TS, TTL: e.TTL, Size: e.Size,
-				Loc:    index.Loc{File: num, Block: e.Handle.Block, Off: e.Handle.Off},
-				Expire: c.history.ExpiresAt(e.TS, e.TTL),
+				Loc: index.Loc{File: num, Block: e.Handle.Block, Off: e.Handle.Off},
 			})
 			c.db.clock.observe(e.TS)
 		}

@@ -10,13 +10,14 @@ import (
 // Index is the in-memory view of one container's items. It is not safe for
 // concurrent use: the engine guards it with the container's lock.
 type Index struct {
-	ids     map[string]uint32
-	slots   slotPages
-	nslots  uint32          // slots ever allocated; the next fresh slot number
-	free    []uint32        // released slots, reused before fresh ones
-	used    *roaring.Bitmap // slots holding an id
-	expired *roaring.Bitmap // used slots whose item is marked expired
-	buckets buckets
+	expireAt ExpireFunc
+	ids      idTable
+	slots    slotPages
+	nslots   uint32          // slots ever allocated; the next fresh slot number
+	free     []uint32        // released slots, reused before fresh ones
+	used     *roaring.Bitmap // slots holding an id
+	expired  *roaring.Bitmap // used slots whose item is marked expired
+	buckets  buckets
 
 	live      int64 // items in use and not marked expired
 	liveBytes int64 // their record sizes
@@ -30,61 +31,75 @@ type Usage struct {
 	Bytes   int64
 }
 
-// New returns an empty index.
-func New() *Index {
+// New returns an empty index whose items expire by expireAt.
+func New(expireAt ExpireFunc) *Index {
 	return &Index{
-		ids:     make(map[string]uint32),
-		used:    roaring.New(),
-		expired: roaring.New(),
-		buckets: newBuckets(),
-		files:   make(map[uint32]*Usage),
+		expireAt: expireAt,
+		ids:      newIDTable(0),
+		used:     roaring.New(),
+		expired:  roaring.New(),
+		buckets:  newBuckets(),
+		files:    make(map[uint32]*Usage),
 	}
 }
 
+// Reserve makes room for n more ids, ahead of a bulk load.
+func (x *Index) Reserve(n int) { x.ids.reserve(n) }
+
+// ExpiresAt is the expiry instant of a slot's item, or Never.
+func (x *Index) ExpiresAt(s *Slot) int64 { return x.expireAt(s.TS, s.TTL) }
+
 // Get returns the item id's slot if the id is in use, whether or not it has
-// expired by now: callers check Slot.Live. Expired items keep their slot
-// until their records are purged or the id is written again.
+// expired: expired items keep their slot until their records are purged or
+// the id is written again.
 func (x *Index) Get(id string) (Slot, bool) {
-	n, ok := x.ids[id]
+	n, _, ok := x.ids.find(id, x.slots)
 	if !ok {
 		return Slot{}, false
 	}
 	return *x.slots.at(n), true
 }
 
-// Lookup returns the item id's slot if the item is live at now.
+// Lookup returns the item id's slot if the item is live at now. The expiry
+// check is inline: it never waits for Advance.
 func (x *Index) Lookup(id string, now int64) (Slot, bool) {
-	s, ok := x.Get(id)
-	if !ok || !s.Live(now) {
+	n, _, ok := x.ids.find(id, x.slots)
+	if !ok {
 		return Slot{}, false
 	}
-	return s, true
+	s := x.slots.at(n)
+	if x.expireAt(s.TS, s.TTL) <= now || x.expired.Contains(n) {
+		return Slot{}, false
+	}
+	return *s, true
 }
 
 // Put makes s the newest version of s.ID, replacing any earlier one (live
-// or expired). The caller has already computed s.Expire.
-func (x *Index) Put(s Slot) {
-	n, ok := x.ids[s.ID]
+// or expired), and returns the new version's expiry instant.
+func (x *Index) Put(s Slot) int64 {
+	n, pos, ok := x.ids.find(s.ID, x.slots)
 	if ok {
 		x.unlink(n)
 		s.ID = x.slots.at(n).ID // keep the one copy of the id string
+		*x.slots.at(n) = s
 	} else {
 		n = x.alloc()
-		x.ids[s.ID] = n
+		x.slots = x.slots.grow(n)
+		*x.slots.at(n) = s
+		x.ids.insert(s.ID, n, pos)
 	}
-	*x.slots.at(n) = s
-	x.link(n)
+	return x.link(n)
 }
 
 // Delete removes the item id entirely, live or expired. It reports whether
 // the id was in use.
 func (x *Index) Delete(id string) bool {
-	n, ok := x.ids[id]
+	n, pos, ok := x.ids.find(id, x.slots)
 	if !ok {
 		return false
 	}
 	x.unlink(n)
-	delete(x.ids, id)
+	x.ids.remove(pos)
 	x.release(n)
 	return true
 }
@@ -93,7 +108,7 @@ func (x *Index) Delete(id string) bool {
 // still the item's newest (live or expired); it reports whether it did.
 // Sealing and compaction call it after copying a record.
 func (x *Index) Relocate(id string, seq uint64, loc Loc) bool {
-	n, ok := x.ids[id]
+	n, _, ok := x.ids.find(id, x.slots)
 	if !ok {
 		return false
 	}
@@ -124,18 +139,18 @@ func (x *Index) IsCurrent(id string, seq uint64, now int64) bool {
 func (x *Index) Advance(now int64) int {
 	marked := 0
 	expireOf := func(n uint32) int64 {
-		if n >= x.nslots {
+		if !x.used.Contains(n) {
 			return Never
 		}
-		return x.slots.at(n).Expire
+		return x.ExpiresAt(x.slots.at(n))
 	}
 	x.buckets.takeDue(now, expireOf, func(n uint32) {
-		if n >= x.nslots {
-			return
+		if !x.used.Contains(n) || x.expired.Contains(n) {
+			return // freed, or already marked
 		}
 		s := x.slots.at(n)
-		if s.ID == "" || s.Expire > now || x.expired.Contains(n) {
-			return // freed, refiled, or already marked
+		if x.ExpiresAt(s) > now {
+			return // refiled later by a policy change
 		}
 		x.account(s, -1)
 		x.expired.Add(n)
@@ -147,18 +162,15 @@ func (x *Index) Advance(now int64) int {
 // NextDue is the earliest instant at which Advance has work, or Never.
 func (x *Index) NextDue() int64 { return x.buckets.nextDue() }
 
-// Recompute sets every unexpired item's expiry to expireAt(ts, ttl) and
-// refiles it, after a change of the container's policy. Items already marked
+// Recompute refiles every unexpired item by its expiry under the expiry
+// function, after a change of the container's policy. Items already marked
 // expired stay expired: expiry is final.
-func (x *Index) Recompute(expireAt func(ts int64, ttl int32) int64) {
+func (x *Index) Recompute() {
 	x.buckets.reset()
-	for _, n := range x.ids {
-		s := x.slots.at(n)
-		if x.expired.Contains(n) {
-			continue
-		}
-		s.Expire = expireAt(s.TS, s.TTL)
-		x.buckets.add(n, s.Expire)
+	it := roaring.AndNot(x.used, x.expired).Iterator()
+	for it.HasNext() {
+		n := it.Next()
+		x.buckets.add(n, x.ExpiresAt(x.slots.at(n)))
 	}
 }
 
@@ -175,8 +187,8 @@ func (x *Index) PurgeExpired(gone func(file uint32) bool) int {
 		}
 	}
 	for _, n := range purged {
-		s := x.slots.at(n)
-		delete(x.ids, s.ID)
+		_, pos, _ := x.ids.find(x.slots.at(n).ID, x.slots)
+		x.ids.remove(pos)
 		x.expired.Remove(n)
 		x.release(n)
 	}
@@ -192,7 +204,7 @@ func (x *Index) Live(now int64) []Slot {
 	buf := make([]uint32, 256)
 	for k := it.NextMany(buf); k > 0; k = it.NextMany(buf) {
 		for _, n := range buf[:k] {
-			if s := x.slots.at(n); s.Live(now) {
+			if s := x.slots.at(n); x.ExpiresAt(s) > now {
 				out = append(out, *s)
 			}
 		}
@@ -210,7 +222,7 @@ func (x *Index) Count() (items, bytes int64) { return x.live, x.liveBytes }
 func (x *Index) ExpiredPending() int64 { return int64(x.expired.GetCardinality()) }
 
 // Len is the number of ids in use, live or expired.
-func (x *Index) Len() int { return len(x.ids) }
+func (x *Index) Len() int { return x.ids.n }
 
 // Usage returns the live share of file, or zeros.
 func (x *Index) Usage(file uint32) Usage {
@@ -222,18 +234,19 @@ func (x *Index) Usage(file uint32) Usage {
 
 // Each calls fn for every id in use (live or expired) until fn returns false.
 func (x *Index) Each(fn func(s *Slot, expired bool) bool) {
-	for _, n := range x.ids {
-		if !fn(x.slots.at(n), x.expired.Contains(n)) {
-			return
-		}
-	}
+	x.ids.each(func(n uint32) bool {
+		return fn(x.slots.at(n), x.expired.Contains(n))
+	})
 }
 
-// link files slot n, just written, into the counts and buckets.
-func (x *Index) link(n uint32) {
+// link files slot n, just written, into the counts and buckets and returns
+// its expiry.
+func (x *Index) link(n uint32) int64 {
 	s := x.slots.at(n)
 	x.account(s, +1)
-	x.buckets.add(n, s.Expire)
+	e := x.ExpiresAt(s)
+	x.buckets.add(n, e)
+	return e
 }
 
 // unlink takes slot n out of the counts, buckets and expired set.
@@ -244,7 +257,7 @@ func (x *Index) unlink(n uint32) {
 		return
 	}
 	x.account(s, -1)
-	x.buckets.remove(n, s.Expire)
+	x.buckets.remove(n, x.ExpiresAt(s))
 }
 
 func (x *Index) account(s *Slot, sign int64) {
@@ -263,15 +276,14 @@ func (x *Index) account(s *Slot, sign int64) {
 }
 
 func (x *Index) alloc() uint32 {
+	var n uint32
 	if k := len(x.free); k > 0 {
-		n := x.free[k-1]
+		n = x.free[k-1]
 		x.free = x.free[:k-1]
-		x.used.Add(n)
-		return n
+	} else {
+		n = x.nslots
+		x.nslots++
 	}
-	n := x.nslots
-	x.slots = x.slots.grow(n)
-	x.nslots++
 	x.used.Add(n)
 	return n
 }

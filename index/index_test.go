@@ -6,12 +6,27 @@ import (
 	"testing"
 )
 
+// testExpire makes a slot's TTL field its absolute expiry instant, so
+// tests can file any expiry: ttl 0 never expires.
+var testExpiry = map[int32]int64{}
+
 func put(x *Index, id string, seq uint64, file uint32, expire int64) {
-	x.Put(Slot{ID: id, Seq: seq, TS: 100, Expire: expire, Size: 10, Loc: Loc{File: file}})
+	ttl := int32(len(testExpiry) + 1)
+	testExpiry[ttl] = expire
+	x.Put(Slot{ID: id, Seq: seq, TS: 100, TTL: ttl, Size: 10, Loc: Loc{File: file}})
+}
+
+func newTestIndex() *Index {
+	return New(func(ts int64, ttl int32) int64 {
+		if e, ok := testExpiry[ttl]; ok {
+			return e
+		}
+		return Never
+	})
 }
 
 func TestPutGetDeleteReusesSlots(t *testing.T) {
-	x := New()
+	x := newTestIndex()
 	put(x, "a", 1, 1, Never)
 	put(x, "b", 2, 1, Never)
 	if n, b := x.Count(); n != 2 || b != 20 {
@@ -24,13 +39,13 @@ func TestPutGetDeleteReusesSlots(t *testing.T) {
 	if s, ok := x.Lookup("a", 0); !ok || s.Seq != 3 {
 		t.Fatalf("Lookup a = %+v %v", s, ok)
 	}
-	slotA := x.ids["a"]
+	slotA, _, _ := x.ids.find("a", x.slots)
 	if !x.Delete("a") || x.Delete("a") {
 		t.Fatal("Delete should report presence once")
 	}
 	put(x, "c", 4, 1, Never)
-	if x.ids["c"] != slotA {
-		t.Fatalf("freed slot %d not reused (c got %d)", slotA, x.ids["c"])
+	if slotC, _, _ := x.ids.find("c", x.slots); slotC != slotA {
+		t.Fatalf("freed slot %d not reused (c got %d)", slotA, slotC)
 	}
 	if n, _ := x.Count(); n != 2 || x.Len() != 2 {
 		t.Fatalf("Count = %d Len = %d", n, x.Len())
@@ -38,7 +53,7 @@ func TestPutGetDeleteReusesSlots(t *testing.T) {
 }
 
 func TestAdvanceMarksExactlyTheDue(t *testing.T) {
-	x := New()
+	x := newTestIndex()
 	for i := range 1000 {
 		put(x, fmt.Sprint(i), uint64(i+1), 1, int64(1000+i))
 	}
@@ -73,11 +88,12 @@ func TestAdvanceMarksExactlyTheDue(t *testing.T) {
 }
 
 func TestRecomputeKeepsExpiredExpired(t *testing.T) {
-	x := New()
+	x := newTestIndex()
 	put(x, "a", 1, 1, 110)
 	put(x, "b", 2, 1, 500)
 	x.Advance(200)
-	x.Recompute(func(ts int64, ttl int32) int64 { return Never })
+	x.expireAt = func(int64, int32) int64 { return Never }
+	x.Recompute()
 	x.Advance(1000)
 	if _, ok := x.Lookup("a", 1000); ok {
 		t.Fatal("expired item revived by Recompute")
@@ -85,7 +101,8 @@ func TestRecomputeKeepsExpiredExpired(t *testing.T) {
 	if _, ok := x.Lookup("b", 1000); !ok {
 		t.Fatal("b should never expire after Recompute")
 	}
-	x.Recompute(func(ts int64, ttl int32) int64 { return ts + 1 })
+	x.expireAt = func(ts int64, ttl int32) int64 { return ts + 1 }
+	x.Recompute()
 	x.Advance(1000)
 	if n, _ := x.Count(); n != 0 {
 		t.Fatalf("Count = %d after retroactive expiry", n)
@@ -93,7 +110,7 @@ func TestRecomputeKeepsExpiredExpired(t *testing.T) {
 }
 
 func TestRelocateAndPurge(t *testing.T) {
-	x := New()
+	x := newTestIndex()
 	put(x, "a", 1, MemFile|1, 50)
 	put(x, "b", 2, MemFile|1, Never)
 	if !x.Relocate("a", 1, Loc{File: 7}) || x.Relocate("a", 99, Loc{File: 8}) {
@@ -119,7 +136,7 @@ func TestRelocateAndPurge(t *testing.T) {
 // time in random steps and compares what Advance marked with a scan.
 func TestBucketsAgainstBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	x := New()
+	x := newTestIndex()
 	now := int64(1_000_000)
 	want := map[string]int64{}
 	for step := range 3000 {
@@ -161,7 +178,7 @@ func TestBucketsAgainstBruteForce(t *testing.T) {
 }
 
 func BenchmarkLookup(b *testing.B) {
-	x := New()
+	x := newTestIndex()
 	ids := make([]string, 1_000_000)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("item-%08d", i)
@@ -170,5 +187,34 @@ func BenchmarkLookup(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		x.Lookup(ids[i%len(ids)], 0)
+	}
+}
+
+// TestIDTableChurn drives the hash table through growth and heavy deletion
+// (backward shifts) and checks it against a map.
+func TestIDTableChurn(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	x := newTestIndex()
+	want := map[string]bool{}
+	for step := range 200_000 {
+		id := fmt.Sprintf("id-%d", r.IntN(5000))
+		if r.IntN(3) == 0 {
+			if x.Delete(id) != want[id] {
+				t.Fatalf("step %d: Delete(%s) disagrees with the model", step, id)
+			}
+			delete(want, id)
+			continue
+		}
+		put(x, id, uint64(step+1), 1, Never)
+		want[id] = true
+	}
+	if x.Len() != len(want) {
+		t.Fatalf("Len %d, want %d", x.Len(), len(want))
+	}
+	for i := range 5000 {
+		id := fmt.Sprintf("id-%d", i)
+		if _, ok := x.Get(id); ok != want[id] {
+			t.Fatalf("Get(%s) = %v, want %v", id, ok, want[id])
+		}
 	}
 }

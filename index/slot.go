@@ -22,18 +22,21 @@ type Loc struct {
 func (l Loc) InMem() bool { return l.File&MemFile != 0 }
 
 // Slot is everything the index keeps about one item.
+// Its expiry instant is not stored: the index computes it from TS and TTL
+// with the container's expiry function (a few nanoseconds), which keeps
+// the slot at 56 bytes.
 type Slot struct {
-	ID     string
-	Loc    Loc
-	Seq    uint64 // sequence of the write that made this version; the etag
-	TS     int64  // _ts of that write
-	Expire int64  // first instant at which the item is expired; Never if none
-	TTL    int32  // the item's own ttl property: 0 absent, -1 never, n seconds
-	Size   uint32 // encoded record size in bytes
+	ID   string
+	Loc  Loc
+	Seq  uint64 // sequence of the write that made this version; the etag
+	TS   int64  // _ts of that write
+	TTL  int32  // the item's own ttl property: 0 absent, -1 never, n seconds
+	Size uint32 // encoded record size in bytes
 }
 
-// Live reports whether the slot's item is visible at now.
-func (s *Slot) Live(now int64) bool { return s.Expire > now }
+// ExpireFunc gives the first instant at which an item written at ts with
+// its own ttl property is expired, or Never: the container's policy.
+type ExpireFunc func(ts int64, ttl int32) int64
 
 // slotPageBits sizes the pages that slots are stored in. Pages keep growth
 // from copying (and transiently doubling) one huge slice.

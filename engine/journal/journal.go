@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -123,15 +124,7 @@ func Open(dir, brokenDir string, opts Options) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	log, err := wal.Open(dir, &wal.Options{
-		NoSync:           opts.NoSync,
-		SegmentSize:      opts.SegmentSize,
-		LogFormat:        wal.Binary,
-		SegmentCacheSize: 1, // tidwall keeps the tail in memory as well
-		AllowEmpty:       true,
-		DirPerms:         0o750,
-		FilePerms:        0o640,
-	})
+	log, err := openLog(dir, opts)
 	if err != nil {
 		if errors.Is(err, wal.ErrCorrupt) {
 			return nil, fmt.Errorf("journal: tidwall/wal cannot open %s: %v: %w", dir, err, ErrCorrupt)
@@ -160,6 +153,19 @@ func Open(dir, brokenDir string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	return j, nil
+}
+
+// openLog opens tidwall's log in dir.
+func openLog(dir string, opts Options) (*wal.Log, error) {
+	return wal.Open(dir, &wal.Options{
+		NoSync:           opts.NoSync,
+		SegmentSize:      opts.SegmentSize,
+		LogFormat:        wal.Binary,
+		SegmentCacheSize: 1, // tidwall keeps the tail in memory as well
+		AllowEmpty:       true,
+		DirPerms:         0o750,
+		FilePerms:        0o640,
+	})
 }
 
 // relist reads the folder to refresh the size and the tail size after tidwall
@@ -379,27 +385,51 @@ func (j *Journal) segmentPath(seq uint64) string {
 	return path
 }
 
-// TruncateFront drops the entries before seq, keeping at least the last
-// entry: seq is clamped to LastSeq. Dropping nothing is not an error. The
-// folder is fsynced afterwards.
+// TruncateFront drops the journal files whose entries all come before seq.
+// The file that holds seq stays whole, so entries before seq may remain;
+// Replay callers start from seq themselves. Files are removed with the log
+// closed and then reopened, never rewritten: tidwall's own TruncateFront
+// copies and fsyncs the segment holding seq (up to SegmentSize) while every
+// Append waits, where this only waits for tidwall to reload the tail.
 func (j *Journal) TruncateFront(seq uint64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.usable(); err != nil {
 		return err
 	}
-	first, last := j.first.Load(), j.last.Load()
-	if last < first || seq <= first {
-		return nil
-	}
-	seq = min(seq, last)
-	if err := j.log.TruncateFront(seq); err != nil {
+	l, err := listDir(j.dir)
+	if err != nil {
 		return j.fail(err)
 	}
-	j.first.Store(seq)
+	if l.startSeq != 0 || l.hasEnd {
+		return nil // tidwall is settling a truncation of its own; leave it be
+	}
+	keep := 0 // the file holding seq: the last one starting at or before it
+	for i, f := range l.segments {
+		if f.seq <= seq {
+			keep = i
+		}
+	}
+	if keep == 0 {
+		return nil
+	}
+	if err := j.log.Close(); err != nil {
+		return j.fail(err)
+	}
+	for _, f := range l.segments[:keep] {
+		if err := os.Remove(filepath.Join(j.dir, f.name)); err != nil {
+			return j.fail(err)
+		}
+	}
 	if err := syncDir(j.dir); err != nil {
 		return j.fail(err)
 	}
+	log, err := openLog(j.dir, j.opts)
+	if err != nil {
+		return j.fail(err)
+	}
+	j.log = log
+	j.first.Store(l.segments[keep].seq)
 	if err := j.relist(); err != nil {
 		return j.fail(err)
 	}
