@@ -50,6 +50,9 @@ func (r *commitReq) finish(err error) {
 
 // commit submits ops and waits for their outcome.
 func (c *Container) commit(ctx context.Context, ops []op) ([]Item, error) {
+	if err := c.db.waitForRoom(ctx); err != nil {
+		return nil, err
+	}
 	req := &commitReq{c: c, ops: ops, done: make(chan struct{})}
 	if err := c.db.submit(ctx, req); err != nil {
 		return nil, err

@@ -26,7 +26,9 @@ func (c *Container) Compact(ctx context.Context) error {
 	}
 	db.sealMu.Lock()
 	defer db.sealMu.Unlock()
-	if err := db.sealNowLocked(ctx); err != nil {
+	err := db.sealNowLocked(ctx)
+	db.roomMade(err)
+	if err != nil {
 		return fmt.Errorf("ebb: compact container %q: seal: %w", c.ID(), err)
 	}
 	return c.compactAll(ctx)

@@ -58,6 +58,13 @@ type DB struct {
 	memGen   uint32                // owned by the commit loop
 	sealMu   sync.Mutex            // serializes seals and compactions
 	sealKick chan struct{}
+
+	// Backpressure: writers wait while memtables hold more than
+	// memLimit bytes, until a seal makes room (roomCh is closed and
+	// replaced after every seal attempt; sealErr is its outcome).
+	roomMu  sync.Mutex
+	roomCh  chan struct{}
+	sealErr error
 }
 
 // Open opens the database in dir, creating it if it does not exist. A nil
@@ -85,9 +92,13 @@ func Open(dir string, opts *Options) (*DB, error) {
 		commits:    make(chan *commitReq, 1024),
 		quit:       make(chan struct{}),
 		sealKick:   make(chan struct{}, 1),
+		roomCh:     make(chan struct{}),
 		memGen:     1,
 	}
 	if err := db.recover(); err != nil {
+		if db.jnl != nil {
+			db.jnl.Close()
+		}
 		db.closeFiles()
 		lock.release()
 		return nil, err

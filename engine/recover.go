@@ -50,8 +50,11 @@ func (db *DB) recover() error {
 		for _, num := range cm.Files {
 			referenced[num] = true
 			f, err := db.openSegment(num)
+			if errors.Is(err, os.ErrNotExist) {
+				err = fmt.Errorf("%w: the MANIFEST names it but it is missing", ErrCorrupt)
+			}
 			if err != nil {
-				return fmt.Errorf("ebb: open container %q: %w", cm.ID, err)
+				return fmt.Errorf("ebb: open container %q: segment %d: %w", cm.ID, num, err)
 			}
 			c.files[num] = f
 		}

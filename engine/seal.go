@@ -37,12 +37,52 @@ func (db *DB) sealLoop() {
 			if err != nil && !errors.Is(err, ErrClosed) {
 				db.log.Error("ebb: seal failed; records stay in the journal", "err", err)
 			}
+			db.roomMade(err)
 		case <-tick.C:
 			if err := db.persistClock(); err != nil {
 				db.log.Warn("ebb: persist clock", "err", err)
 			}
 		}
 	}
+}
+
+// memLimit is how many bytes memtables may hold before writers wait for a
+// seal: a few seals' worth, so that a slow disk slows writers down instead
+// of letting memory grow without bound.
+func (db *DB) memLimit() int64 { return 4 * db.opts.SealThreshold }
+
+// waitForRoom blocks a writer while the memtables are over memLimit. If
+// the last seal failed, it refuses the write instead of waiting forever.
+func (db *DB) waitForRoom(ctx context.Context) error {
+	for db.memBytes.Load() > db.memLimit() {
+		db.roomMu.Lock()
+		ch, serr := db.roomCh, db.sealErr
+		db.roomMu.Unlock()
+		if serr != nil {
+			return fmt.Errorf("ebb: write refused: %d bytes wait to be sealed and sealing failed: %w", db.memBytes.Load(), serr)
+		}
+		select {
+		case db.sealKick <- struct{}{}:
+		default:
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-db.quit:
+			return ErrClosed
+		}
+	}
+	return nil
+}
+
+// roomMade wakes writers waiting for room after a seal attempt.
+func (db *DB) roomMade(err error) {
+	db.roomMu.Lock()
+	defer db.roomMu.Unlock()
+	db.sealErr = err
+	close(db.roomCh)
+	db.roomCh = make(chan struct{})
 }
 
 // sealNowLocked seals every container's memtable; db.sealMu is held.
