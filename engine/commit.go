@@ -284,12 +284,14 @@ func (c *Container) apply(r *commitReq) {
 // applyRecord adds one journaled record to the memtable and index; c.mu is
 // held for writing. Recovery replays the journal through it too.
 func (c *Container) applyRecord(rec segment.Record, size int) {
-	loc := c.mem.add(rec, size)
 	c.db.memBytes.Add(int64(size))
 	if rec.Op == segment.OpDelete {
-		c.idx.Delete(rec.ID)
+		existed := c.idx.Delete(rec.ID)
+		c.mem.add(rec, size, existed)
 		return
 	}
-	expire := c.idx.Put(index.Slot{ID: rec.ID, Loc: loc, Seq: rec.Seq, TS: rec.TS, TTL: rec.TTL, Size: uint32(size)})
+	loc := index.Loc{File: index.MemFile | c.mem.gen, Off: uint32(len(c.mem.recs))}
+	expire, replaced := c.idx.Put(index.Slot{ID: rec.ID, Loc: loc, Seq: rec.Seq, TS: rec.TS, TTL: rec.TTL, Size: uint32(size)})
+	c.mem.add(rec, size, replaced)
 	c.noteExpiry(expire)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/index"
@@ -11,6 +12,11 @@ import (
 
 // maxCompactedFileBytes bounds one file written by compaction.
 const maxCompactedFileBytes = 64 << 20
+
+// relocateChunk bounds how many index updates one hold of the container's
+// lock makes when compaction swaps files in, so readers and writers never
+// wait long behind it.
+const relocateChunk = 4096
 
 // Compact runs the physical-deletion pass on the container now and returns
 // when it is done: every expired, deleted and superseded record of the
@@ -31,14 +37,73 @@ func (c *Container) Compact(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ebb: compact container %q: seal: %w", c.ID(), err)
 	}
-	return c.compactAll(ctx)
+	c.mu.RLock()
+	all := make([]uint32, 0, len(c.files))
+	for n := range c.files {
+		all = append(all, n)
+	}
+	c.mu.RUnlock()
+	// With every file in one rewrite no older version survives outside it,
+	// so no tombstone is needed and none is kept.
+	return c.rewrite(ctx, all, nil)
 }
 
-// compactAll rewrites all of the container's segment files; db.sealMu is
-// held, so no seal adds files meanwhile. Dropping every tombstone is safe
-// because every older version a tombstone could hide is in these files and
-// is dropped with it.
-func (c *Container) compactAll(ctx context.Context) error {
+// dropFiles deletes files that hold no live record and hide nothing, without
+// reading them; db.sealMu is held.
+func (c *Container) dropFiles(nums []uint32) error {
+	if len(nums) == 0 {
+		return nil
+	}
+	now := c.db.clock.now()
+	c.mu.Lock()
+	if c.deleted {
+		c.mu.Unlock()
+		return c.notFound()
+	}
+	c.advanceLocked(now)
+	gone := make(map[uint32]bool, len(nums))
+	var dropped []*segFile
+	for _, n := range nums {
+		f := c.files[n]
+		// Re-checked under the lock: records only ever die, but be exact.
+		if f == nil || c.idx.Usage(n).Records > 0 || f.hidesAny(c.files) {
+			continue
+		}
+		gone[n] = true
+		dropped = append(dropped, f)
+	}
+	for n := range gone {
+		delete(c.files, n)
+	}
+	c.idx.PurgeExpired(func(file uint32) bool { return gone[file] })
+	c.mu.Unlock()
+	if len(dropped) == 0 {
+		return nil
+	}
+	if err := c.db.saveManifest(); err != nil {
+		c.mu.Lock()
+		for _, f := range dropped {
+			c.files[f.num] = f // still on disk; the index forgot only expired items
+		}
+		c.mu.Unlock()
+		return fmt.Errorf("ebb: drop files of container %q: %w", c.ID(), err)
+	}
+	var bytes int64
+	for _, f := range dropped {
+		bytes += f.r.Stats().FileBytes
+		f.remove()
+	}
+	c.stats.filesDropped.Add(int64(len(dropped)))
+	c.stats.bytesDropped.Add(bytes)
+	c.db.log.Debug("ebb: dropped dead segment files unread", "container", c.ID(), "files", len(dropped), "bytes", bytes)
+	return nil
+}
+
+// rewrite replaces the files nums with new files holding only what is still
+// needed: the live, newest version of each item, and a tombstone for a dead
+// record whose id may have an older version in a file outside nums.
+// db.sealMu is held. throttle, if not nil, paces the reads.
+func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(context.Context, int) error) error {
 	db := c.db
 	now := db.clock.now()
 	c.mu.Lock()
@@ -47,13 +112,27 @@ func (c *Container) compactAll(ctx context.Context) error {
 		return c.notFound()
 	}
 	c.advanceLocked(now)
-	inputs := make([]*segFile, 0, len(c.files))
+	inputs := make([]*segFile, 0, len(nums))
+	inGroup := make(map[uint32]bool, len(nums))
 	var srcs []*segment.Reader
-	for _, f := range c.files {
-		f.acquire()
-		inputs = append(inputs, f)
-		if c.idx.Usage(f.num).Records > 0 {
-			srcs = append(srcs, f.r) // others are all dead: dropped unread
+	for _, n := range nums {
+		if f := c.files[n]; f != nil {
+			f.acquire()
+			inputs = append(inputs, f)
+			inGroup[n] = true
+		}
+	}
+	outside := make(map[uint32]*segFile, len(c.files))
+	for n, f := range c.files {
+		if !inGroup[n] {
+			outside[n] = f
+		}
+	}
+	for _, f := range inputs {
+		// A file with no live record that hides nothing outside the group
+		// is dropped unread.
+		if c.idx.Usage(f.num).Records > 0 || f.hidesAny(outside) {
+			srcs = append(srcs, f.r)
 		}
 	}
 	c.mu.Unlock()
@@ -66,15 +145,30 @@ func (c *Container) compactAll(ctx context.Context) error {
 		return nil
 	}
 
-	keep := func(r *segment.Record) bool {
-		if r.Op != segment.OpPut {
-			return false
-		}
+	decide := func(r *segment.Record) compactor.Decision {
 		c.mu.RLock()
 		defer c.mu.RUnlock()
-		return c.idx.IsCurrent(r.ID, r.Seq, now)
+		if s, ok := c.idx.Get(r.ID); ok && s.Seq > r.Seq && r.Op == segment.OpPut {
+			// A superseded put: the newer version hides it, and hides
+			// whatever older versions it superseded itself. A superseded
+			// tombstone is not dropped this freely: the newer version may
+			// have been written while the id was absent, and then hides
+			// nothing on disk, trusting this tombstone to do so.
+			return compactor.Drop
+		}
+		if r.Op == segment.OpPut && c.idx.IsCurrent(r.ID, r.Seq, now) {
+			return compactor.Keep
+		}
+		// Dead (deleted or expired) and possibly the newest version: it
+		// must keep hiding any older version still on disk elsewhere.
+		for _, g := range outside {
+			if g.mayHoldOlder(r.ID, r.Seq) {
+				return compactor.KeepTombstone
+			}
+		}
+		return compactor.Drop
 	}
-	res, err := compactor.Rewrite(ctx, srcs, keep, compactor.Output{
+	res, err := compactor.Rewrite(ctx, srcs, decide, compactor.Output{
 		Create: func() (*segment.Writer, uint32, string, error) {
 			num := db.allocFile()
 			path := db.segmentPath(num)
@@ -82,29 +176,16 @@ func (c *Container) compactAll(ctx context.Context) error {
 			return w, num, path, err
 		},
 		MaxFileBytes: maxCompactedFileBytes,
+		Throttle:     throttle,
 	})
 	if err != nil {
 		return fmt.Errorf("ebb: compact container %q: %w", c.ID(), err)
 	}
-	outputs := make(map[uint32]*segFile, len(res.Files))
-	for _, num := range res.Files {
-		f, err := db.openSegment(num)
-		if err != nil {
-			for _, o := range outputs {
-				o.remove()
-			}
-			return fmt.Errorf("ebb: compact container %q: reopen output: %w", c.ID(), err)
-		}
-		outputs[num] = f
-	}
-	if err := syncDir(db.dir + "/" + segmentDir); err != nil {
+	outputs, err := c.openOutputs(res, outside)
+	if err != nil {
 		return fmt.Errorf("ebb: compact container %q: %w", c.ID(), err)
 	}
 
-	gone := make(map[uint32]bool, len(inputs))
-	for _, f := range inputs {
-		gone[f.num] = true
-	}
 	c.mu.Lock()
 	if c.deleted {
 		c.mu.Unlock()
@@ -113,15 +194,23 @@ func (c *Container) compactAll(ctx context.Context) error {
 		}
 		return c.notFound()
 	}
-	for _, m := range res.Moved {
-		c.idx.Relocate(m.ID, m.Seq, index.Loc{File: m.File, Block: m.Handle.Block, Off: m.Handle.Off})
+	for i, m := range res.Moved {
+		if i > 0 && i%relocateChunk == 0 {
+			// Both the old and the new file are open and valid: a reader
+			// may find either version's place until the swap is complete.
+			c.mu.Unlock()
+			c.mu.Lock()
+		}
+		if m.Op == segment.OpPut {
+			c.idx.Relocate(m.ID, m.Seq, index.Loc{File: m.File, Block: m.Handle.Block, Off: m.Handle.Off})
+		}
 	}
-	c.idx.PurgeExpired(func(file uint32) bool { return gone[file] })
-	for num := range gone {
-		delete(c.files, num)
+	c.idx.PurgeExpired(func(file uint32) bool { return inGroup[file] })
+	for n := range inGroup {
+		delete(c.files, n)
 	}
-	for num, o := range outputs {
-		c.files[num] = o
+	for _, o := range outputs {
+		c.files[o.num] = o
 	}
 	c.mu.Unlock()
 
@@ -136,7 +225,43 @@ func (c *Container) compactAll(ctx context.Context) error {
 	for _, f := range inputs {
 		f.remove()
 	}
+	c.stats.filesRewritten.Add(int64(len(inputs)))
+	c.stats.compactRead.Add(res.ReadBytes)
+	c.stats.compactWritten.Add(res.Written)
 	db.log.Debug("ebb: compacted", "container", c.ID(), "inputs", len(inputs), "read", len(srcs),
-		"outputs", len(res.Files), "kept", len(res.Moved), "readBytes", res.ReadBytes, "written", res.Written)
+		"outputs", len(res.Files), "records", len(res.Moved), "tombstones", res.Tombstones,
+		"readBytes", res.ReadBytes, "written", res.Written)
 	return nil
+}
+
+// openOutputs opens the files a rewrite wrote, with their id filters and
+// the outside files they may hide, and fsyncs the segment directory.
+func (c *Container) openOutputs(res compactor.Result, outside map[uint32]*segFile) (map[uint32]*segFile, error) {
+	db := c.db
+	outputs := make(map[uint32]*segFile, len(res.Files))
+	fail := func(err error) (map[uint32]*segFile, error) {
+		for _, o := range outputs {
+			o.remove()
+		}
+		return nil, err
+	}
+	for _, num := range res.Files {
+		f, err := db.openSegment(num)
+		if err != nil {
+			return fail(fmt.Errorf("reopen output: %w", err))
+		}
+		f.ids = compactor.NewIDFilter(int(f.r.Stats().Records))
+		outputs[num] = f
+	}
+	c.mu.RLock()
+	for _, m := range res.Moved {
+		o := outputs[m.File]
+		o.ids.Add(m.ID)
+		o.noteHidden(m.ID, m.Seq, outside)
+	}
+	c.mu.RUnlock()
+	if err := syncDir(filepath.Join(db.dir, segmentDir)); err != nil {
+		return fail(err)
+	}
+	return outputs, nil
 }

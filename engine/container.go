@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -31,6 +32,18 @@ type Container struct {
 	// nextDue is idx.NextDue() as of the last change, so that readers can
 	// tell without the write lock whether expiries are waiting to be marked.
 	nextDue atomic.Int64
+
+	stats counters
+}
+
+// counters accumulate what sealing and compaction did, for Metrics.
+type counters struct {
+	sealedBytes    atomic.Int64 // segment bytes written by seals
+	compactRead    atomic.Int64 // record bytes compaction read
+	compactWritten atomic.Int64 // segment bytes compaction wrote
+	filesDropped   atomic.Int64 // files deleted whole, unread
+	bytesDropped   atomic.Int64 // their bytes
+	filesRewritten atomic.Int64 // files replaced by a rewrite
 }
 
 func newContainer(db *DB, num uint32, props ContainerProperties, h policy.History) *Container {
@@ -284,8 +297,21 @@ func (c *Container) meta() containerMeta {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	m := containerMeta{Num: c.num, ID: c.props.ID, Indexing: c.props.Indexing, History: fromHistory(c.history)}
-	for n := range c.files {
+	for n, f := range c.files {
 		m.Files = append(m.Files, n)
+		for h := range f.hides {
+			if c.files[h] == nil {
+				continue // gone: it hides nothing any more
+			}
+			if m.Hides == nil {
+				m.Hides = make(map[uint32][]uint32)
+			}
+			m.Hides[n] = append(m.Hides[n], h)
+		}
+	}
+	slices.Sort(m.Files)
+	for _, h := range m.Hides {
+		slices.Sort(h)
 	}
 	return m
 }

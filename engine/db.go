@@ -103,9 +103,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 		lock.release()
 		return nil, err
 	}
-	db.workers.Add(2)
+	db.workers.Add(3)
 	go db.commitLoop()
 	go db.sealLoop()
+	go db.compactLoop()
 	return db, nil
 }
 

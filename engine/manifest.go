@@ -46,6 +46,9 @@ type containerMeta struct {
 	Indexing IndexingMode   `msgpack:"indexing"`
 	History  []historyEntry `msgpack:"history"`
 	Files    []uint32       `msgpack:"files"`
+	// Hides lists, per file, the files that may hold older versions of its
+	// ids (see segFile.hides); files hiding nothing are absent.
+	Hides map[uint32][]uint32 `msgpack:"hides,omitempty"`
 }
 
 type historyEntry struct {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -16,13 +17,19 @@ type memtable struct {
 	gen   uint32
 	recs  []segment.Record
 	bytes int64 // encoded size of recs
+	// replaced[i] says that recs[i] superseded a version of its id that was
+	// in the index when it was applied: only such records can hide an older
+	// version on disk (an id absent from the index has none, or has them
+	// hidden by a tombstone already).
+	replaced []bool
 }
 
 func newMemtable(gen uint32) *memtable { return &memtable{gen: gen} }
 
 // add appends r and returns its location.
-func (m *memtable) add(r segment.Record, size int) index.Loc {
+func (m *memtable) add(r segment.Record, size int, replaced bool) index.Loc {
 	m.recs = append(m.recs, r)
+	m.replaced = append(m.replaced, replaced)
 	m.bytes += int64(size)
 	return index.Loc{File: index.MemFile | m.gen, Off: uint32(len(m.recs) - 1)}
 }
@@ -42,12 +49,45 @@ type segFile struct {
 	num  uint32
 	r    *segment.Reader
 	refs atomic.Int32 // one for the container's map, one per reader in flight
+
+	// What compaction needs to drop or rewrite the file without bringing an
+	// older version of an item back (see compactor): a filter of the ids in
+	// it, its lowest sequence, and the files that may hold older versions
+	// of its ids (guarded by the container's lock).
+	ids    *compactor.IDFilter
+	minSeq uint64
+	hides  map[uint32]struct{}
 }
 
 func newSegFile(num uint32, r *segment.Reader) *segFile {
-	f := &segFile{num: num, r: r}
+	f := &segFile{num: num, r: r, minSeq: r.Stats().MinSeq, hides: map[uint32]struct{}{}}
 	f.refs.Store(1)
 	return f
+}
+
+// mayHoldOlder reports whether f may hold a version of id older than seq.
+func (f *segFile) mayHoldOlder(id string, seq uint64) bool {
+	return f.minSeq < seq && (f.ids == nil || f.ids.MayContain(id))
+}
+
+// noteHidden adds to f.hides every file of others that may hold a version
+// of id older than seq.
+func (f *segFile) noteHidden(id string, seq uint64, others map[uint32]*segFile) {
+	for n, g := range others {
+		if _, known := f.hides[n]; !known && g.mayHoldOlder(id, seq) {
+			f.hides[n] = struct{}{}
+		}
+	}
+}
+
+// hidesAny reports whether f may hide a version in a file of files.
+func (f *segFile) hidesAny(files map[uint32]*segFile) bool {
+	for n := range f.hides {
+		if files[n] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *segFile) acquire() { f.refs.Add(1) }

@@ -44,6 +44,21 @@ type Options struct {
 	// bytes. Default 64 MiB.
 	BlockCacheSize int64
 
+	// CompactionInterval is how often the background compactor looks for
+	// segment files to drop or rewrite. Default 1 s; negative turns the
+	// background compactor off (Container.Compact still works).
+	CompactionInterval time.Duration
+
+	// CompactionRate bounds the bytes per second that background rewrites
+	// read, so that compaction never crowds out foreground requests.
+	// Dropping a dead file whole costs no I/O and is not counted. Default
+	// 64 MiB/s.
+	CompactionRate int64
+
+	// RewriteThreshold is the dead share of a segment file (by bytes) at
+	// which the background compactor rewrites it. Default 0.5.
+	RewriteThreshold float64
+
 	// Logger receives repairs and background decisions. Default: discard.
 	Logger *slog.Logger
 }
@@ -93,6 +108,15 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.BlockCacheSize <= 0 {
 		out.BlockCacheSize = 64 << 20
+	}
+	if out.CompactionInterval == 0 {
+		out.CompactionInterval = time.Second
+	}
+	if out.CompactionRate <= 0 {
+		out.CompactionRate = 64 << 20
+	}
+	if out.RewriteThreshold <= 0 || out.RewriteThreshold > 1 {
+		out.RewriteThreshold = 0.5
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
@@ -57,6 +58,13 @@ func (db *DB) recover() error {
 				return fmt.Errorf("ebb: open container %q: segment %d: %w", cm.ID, num, err)
 			}
 			c.files[num] = f
+		}
+		for num, hidden := range cm.Hides {
+			if f := c.files[num]; f != nil {
+				for _, h := range hidden {
+					f.hides[h] = struct{}{}
+				}
+			}
 		}
 		if err := c.loadFiles(); err != nil {
 			return err
@@ -121,7 +129,9 @@ func (c *Container) loadFiles() error {
 		if err != nil {
 			return fmt.Errorf("ebb: open container %q: segment %d: %w", c.props.ID, num, err)
 		}
+		f.ids = compactor.NewIDFilter(len(entries))
 		for _, e := range entries {
+			f.ids.Add(e.ID)
 			cur, ok := c.idx.Get(e.ID)
 			if e.Op == segment.OpDelete {
 				if ok && cur.Seq < e.Seq {

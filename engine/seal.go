@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -143,77 +145,160 @@ func (db *DB) sealFrozen() error {
 	return nil
 }
 
-// sealFrozen writes the container's frozen memtable to a new segment file
-// and points the index at it.
+// sealFrozen writes the container's frozen memtable to new segment files
+// and points the index at them. Records are placed by when they will die
+// (compactor.Place): tombstones, never-expiring items, and the rest ordered
+// by expiry in files that each cover a narrow window, so that most files
+// later die whole and are dropped without being read.
 func (c *Container) sealFrozen() error {
 	c.mu.RLock()
 	fr, deleted := c.frozen, c.deleted
-	c.mu.RUnlock()
 	if fr == nil || deleted {
+		c.mu.RUnlock()
 		return nil
 	}
-	db := c.db
-	num := db.allocFile()
-	path := db.segmentPath(num)
-	w, err := segment.Create(path, db.writerOptions(c.num))
-	if err != nil {
-		return fmt.Errorf("ebb: seal container %q: %w", c.ID(), err)
-	}
-	keep := newestPerID(fr.recs)
-	handles := make([]segment.Handle, len(fr.recs))
-	for _, i := range keep {
-		if handles[i], err = w.Add(&fr.recs[i]); err != nil {
-			w.Abort()
-			return fmt.Errorf("ebb: seal container %q: %w", c.ID(), err)
+	now := c.db.clock.now()
+	var keep []int
+	var placed []compactor.Placed
+	var total int64
+	newest, hides := newestPerID(fr.recs, fr.replaced)
+	for _, i := range newest {
+		r := &fr.recs[i]
+		p := compactor.Placed{Expire: index.Never, Tombstone: r.Op == segment.OpDelete, Size: segment.RecordSize(r)}
+		if r.Op == segment.OpPut {
+			p.Expire = c.history.ExpiresAt(r.TS, r.TTL)
+			if p.Expire <= now && !hides[i] {
+				continue // expired already and hides nothing: never written
+			}
 		}
+		keep = append(keep, i)
+		placed = append(placed, p)
+		total += int64(p.Size)
 	}
-	if _, err := w.Finish(); err != nil {
-		w.Abort()
-		return fmt.Errorf("ebb: seal container %q: %w", c.ID(), err)
+	older := make(map[uint32]*segFile, len(c.files))
+	for n, f := range c.files {
+		older[n] = f
 	}
-	f, err := db.openSegment(num)
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		if f != nil {
+	c.mu.RUnlock()
+
+	db := c.db
+	var made []*segFile
+	fail := func(err error) error {
+		for _, f := range made {
 			f.remove()
 		}
 		return fmt.Errorf("ebb: seal container %q: %w", c.ID(), err)
 	}
+	handles := make([]index.Loc, len(fr.recs))
+	for _, group := range compactor.Place(placed, max(minSealFileBytes, total/sealFilesPerSeal)) {
+		f, err := c.writeSealFile(fr, keep, group, hides, handles, older)
+		if err != nil {
+			return fail(err)
+		}
+		made = append(made, f)
+	}
+	if err := syncDir(filepath.Join(db.dir, segmentDir)); err != nil {
+		return fail(err)
+	}
+
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.deleted {
-		f.remove()
+		for _, f := range made {
+			f.remove()
+		}
 		return nil
 	}
-	c.files[num] = f
+	for _, f := range made {
+		c.files[f.num] = f
+		c.stats.sealedBytes.Add(f.r.Stats().FileBytes)
+	}
 	for _, i := range keep {
-		r := &fr.recs[i]
-		if r.Op == segment.OpPut {
-			c.idx.Relocate(r.ID, r.Seq, index.Loc{File: num, Block: handles[i].Block, Off: handles[i].Off})
+		if r := &fr.recs[i]; r.Op == segment.OpPut {
+			c.idx.Relocate(r.ID, r.Seq, handles[i])
 		}
 	}
+	// Items that expired in the memtable and were not written are gone.
+	c.advanceLocked(now)
+	c.idx.PurgeExpired(func(file uint32) bool { return file == index.MemFile|fr.gen })
 	c.frozen = nil
 	return nil
 }
 
+// Seal file sizing: a seal is cut into about sealFilesPerSeal files by
+// expiry, none smaller than minSealFileBytes of records.
+const (
+	sealFilesPerSeal = 8
+	minSealFileBytes = 1 << 20
+)
+
+// writeSealFile writes the records keep[j] for j in group to a new segment
+// file, noting each record's new place in locs, and returns it open, with
+// its id filter and the older files it may hide.
+func (c *Container) writeSealFile(fr *memtable, keep, group []int, hides map[int]bool, locs []index.Loc, older map[uint32]*segFile) (*segFile, error) {
+	db := c.db
+	num := db.allocFile()
+	w, err := segment.Create(db.segmentPath(num), db.writerOptions(c.num))
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range group {
+		i := keep[j]
+		h, err := w.Add(&fr.recs[i])
+		if err != nil {
+			w.Abort()
+			return nil, err
+		}
+		locs[i] = index.Loc{File: num, Block: h.Block, Off: h.Off}
+	}
+	if _, err := w.Finish(); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	f, err := db.openSegment(num)
+	if err != nil {
+		return nil, err
+	}
+	f.ids = compactor.NewIDFilter(len(group))
+	for _, j := range group {
+		i := keep[j]
+		r := &fr.recs[i]
+		f.ids.Add(r.ID)
+		if hides[i] {
+			// Only a record that superseded an indexed version can hide
+			// one on disk; the older files' filters say which may hold it.
+			f.noteHidden(r.ID, r.Seq, older)
+		}
+	}
+	return f, nil
+}
+
 // newestPerID returns the positions of the last record of each id in recs,
 // in journal order: older versions within one memtable are never needed.
-func newestPerID(recs []segment.Record) []int {
-	seen := make(map[string]struct{}, len(recs))
-	keep := make([]int, 0, len(recs))
-	for i := len(recs) - 1; i >= 0; i-- {
-		if _, ok := seen[recs[i].ID]; ok {
-			continue
+// hides[i], for each kept i, says whether that record may hide an older
+// version on disk: whether any version of its id in the memtable superseded
+// an indexed one. (A delete then re-create in one memtable leaves only the
+// new put, and it must keep hiding what the dropped tombstone hid.)
+func newestPerID(recs []segment.Record, replaced []bool) (keep []int, hides map[int]bool) {
+	last := make(map[string]int, len(recs))
+	hides = make(map[int]bool)
+	for i := range recs {
+		id := recs[i].ID
+		prev, seen := last[id]
+		last[id] = i
+		if replaced[i] || (seen && hides[prev]) {
+			hides[i] = true
 		}
-		seen[recs[i].ID] = struct{}{}
+		if seen {
+			delete(hides, prev)
+		}
+	}
+	keep = make([]int, 0, len(last))
+	for _, i := range last {
 		keep = append(keep, i)
 	}
-	for i, j := 0, len(keep)-1; i < j; i, j = i+1, j-1 {
-		keep[i], keep[j] = keep[j], keep[i]
-	}
-	return keep
+	slices.Sort(keep)
+	return keep, hides
 }
 
 func (db *DB) writerOptions(container uint32) segment.WriterOptions {

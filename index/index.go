@@ -75,8 +75,9 @@ func (x *Index) Lookup(id string, now int64) (Slot, bool) {
 }
 
 // Put makes s the newest version of s.ID, replacing any earlier one (live
-// or expired), and returns the new version's expiry instant.
-func (x *Index) Put(s Slot) int64 {
+// or expired). It returns the new version's expiry instant and whether an
+// earlier version was in the index.
+func (x *Index) Put(s Slot) (expire int64, replaced bool) {
 	n, pos, ok := x.ids.find(s.ID, x.slots)
 	if ok {
 		x.unlink(n)
@@ -88,7 +89,7 @@ func (x *Index) Put(s Slot) int64 {
 		*x.slots.at(n) = s
 		x.ids.insert(s.ID, n, pos)
 	}
-	return x.link(n)
+	return x.link(n), ok
 }
 
 // Delete removes the item id entirely, live or expired. It reports whether
@@ -220,6 +221,20 @@ func (x *Index) Count() (items, bytes int64) { return x.live, x.liveBytes }
 // ExpiredPending is the number of items marked expired whose records may
 // still be on disk.
 func (x *Index) ExpiredPending() int64 { return int64(x.expired.GetCardinality()) }
+
+// OldestExpired returns the earliest expiry instant among the items marked
+// expired whose records are still on disk, and false if there are none: the
+// age of the oldest byte waiting to be reclaimed. It walks the expired set.
+func (x *Index) OldestExpired() (int64, bool) {
+	oldest, any := Never, false
+	it := x.expired.Iterator()
+	for it.HasNext() {
+		if e := x.ExpiresAt(x.slots.at(it.Next())); e < oldest {
+			oldest, any = e, true
+		}
+	}
+	return oldest, any
+}
 
 // Len is the number of ids in use, live or expired.
 func (x *Index) Len() int { return x.ids.n }
