@@ -3,9 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/hex"
-	"math/rand/v2"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
