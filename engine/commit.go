@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
@@ -18,6 +19,10 @@ import (
 //
 // Two writes to the same item never share a group: the second waits for the
 // next one, so each is validated against the state the first left.
+
+// recordOverhead is a generous bound on a record's encoding beyond its id
+// and body, to size payload buffers once.
+const recordOverhead = 48
 
 // Limits of one commit group.
 const (
@@ -228,7 +233,11 @@ func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
 	r.seq = seq
 	r.recs = r.recs[:0]
 	r.sizes = r.sizes[:0]
-	r.payload = r.payload[:0]
+	size := 0
+	for i := range r.ops {
+		size += len(r.ops[i].body) + len(r.ops[i].id) + recordOverhead
+	}
+	r.payload = slices.Grow(r.payload[:0], size)
 	for i, o := range r.ops {
 		if err := c.check(o, now); err != nil {
 			if len(r.ops) > 1 {

@@ -200,6 +200,13 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 			// may find either version's place until the swap is complete.
 			c.mu.Unlock()
 			c.mu.Lock()
+			if c.deleted {
+				c.mu.Unlock()
+				for _, o := range outputs {
+					o.remove()
+				}
+				return c.notFound()
+			}
 		}
 		if m.Op == segment.OpPut {
 			c.idx.Relocate(m.ID, m.Seq, index.Loc{File: m.File, Block: m.Handle.Block, Off: m.Handle.Off})

@@ -213,7 +213,13 @@ func (c *Container) sealFrozen() error {
 		c.files[f.num] = f
 		c.stats.sealedBytes.Add(f.r.Stats().FileBytes)
 	}
-	for _, i := range keep {
+	for k, i := range keep {
+		if k > 0 && k%relocateChunk == 0 {
+			// Let readers and writers in: every record is readable from
+			// the frozen memtable and from its new file alike.
+			c.mu.Unlock()
+			c.mu.Lock()
+		}
 		if r := &fr.recs[i]; r.Op == segment.OpPut {
 			c.idx.Relocate(r.ID, r.Seq, handles[i])
 		}
