@@ -57,6 +57,8 @@ func dmgOptions(c Compression) *Options {
 		BlockSize:          1 << 10,
 		JournalSegmentSize: 4 << 10,
 		Compression:        c,
+		// The fixture's files must stay as built: no background merging.
+		CompactionInterval: -1,
 	}
 }
 
