@@ -262,13 +262,13 @@ func (c *Container) check(o op, now int64) error {
 	s, live := c.idx.Lookup(o.id, now)
 	switch {
 	case o.kind == opCreate && live:
-		return fmt.Errorf("%w: item %q already exists in container %q", ErrConflict, o.id, c.props.ID)
+		return fmt.Errorf("%w: item %q already exists in container %q", ErrConflict, o.id, c.id)
 	case (o.kind == opReplace || o.kind == opDelete) && !live:
-		return fmt.Errorf("%w: item %q in container %q", ErrNotFound, o.id, c.props.ID)
+		return fmt.Errorf("%w: item %q in container %q", ErrNotFound, o.id, c.id)
 	case o.ifMatch != "" && !live:
-		return fmt.Errorf("%w: item %q in container %q does not exist, so etag %s cannot match", ErrPreconditionFailed, o.id, c.props.ID, o.ifMatch)
+		return fmt.Errorf("%w: item %q in container %q does not exist, so etag %s cannot match", ErrPreconditionFailed, o.id, c.id, o.ifMatch)
 	case o.ifMatch != "" && etagOf(s.Seq) != o.ifMatch:
-		return fmt.Errorf("%w: item %q in container %q has etag %s, not %s", ErrPreconditionFailed, o.id, c.props.ID, etagOf(s.Seq), o.ifMatch)
+		return fmt.Errorf("%w: item %q in container %q has etag %s, not %s", ErrPreconditionFailed, o.id, c.id, etagOf(s.Seq), o.ifMatch)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 type Container struct {
 	db  *DB
 	num uint32 // never reused, so records of a deleted container stay dead
+	id  string // props.ID, which never changes: readable without the lock
 
 	mu      sync.RWMutex // guards everything below
 	props   ContainerProperties
@@ -50,6 +51,7 @@ func newContainer(db *DB, num uint32, props ContainerProperties, h policy.Histor
 	c := &Container{
 		db:      db,
 		num:     num,
+		id:      props.ID,
 		props:   props,
 		history: h,
 		mem:     newMemtable(db.memGen),
@@ -61,11 +63,7 @@ func newContainer(db *DB, num uint32, props ContainerProperties, h policy.Histor
 }
 
 // ID is the container's id.
-func (c *Container) ID() string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.props.ID
-}
+func (c *Container) ID() string { return c.id }
 
 // Properties returns the container's current properties.
 func (c *Container) Properties() ContainerProperties {
@@ -90,9 +88,9 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 			c.mu.Unlock()
 			return c.notFound()
 		}
-		if props.ID != c.props.ID {
+		if props.ID != c.id {
 			c.mu.Unlock()
-			return fmt.Errorf("%w: container %q: SetProperties cannot change the id to %q", ErrInvalidProperties, c.props.ID, props.ID)
+			return fmt.Errorf("%w: container %q: SetProperties cannot change the id to %q", ErrInvalidProperties, c.id, props.ID)
 		}
 		old, oldHistory := c.props, c.history
 		ttlChanged := !sameTTL(old.DefaultTTL, props.DefaultTTL)
@@ -150,7 +148,7 @@ func (c *Container) read(id string, now int64) (Item, error) {
 	s, ok := c.idx.Lookup(id, now)
 	if !ok {
 		c.mu.RUnlock()
-		return Item{}, fmt.Errorf("%w: item %q in container %q", ErrNotFound, id, c.props.ID)
+		return Item{}, fmt.Errorf("%w: item %q in container %q", ErrNotFound, id, c.id)
 	}
 	if rec, ok := c.memRecord(s.Loc); ok {
 		it := makeItem(rec)
@@ -289,14 +287,14 @@ func (c *Container) isDeleted() bool {
 }
 
 func (c *Container) notFound() error {
-	return fmt.Errorf("%w: container %q was deleted", ErrNotFound, c.props.ID)
+	return fmt.Errorf("%w: container %q was deleted", ErrNotFound, c.id)
 }
 
 // meta is the container's manifest entry; db.mu is held.
 func (c *Container) meta() containerMeta {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	m := containerMeta{Num: c.num, ID: c.props.ID, Indexing: c.props.Indexing, History: fromHistory(c.history)}
+	m := containerMeta{Num: c.num, ID: c.id, Indexing: c.props.Indexing, History: fromHistory(c.history)}
 	for n, f := range c.files {
 		m.Files = append(m.Files, n)
 		for h := range f.hides {

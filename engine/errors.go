@@ -50,3 +50,14 @@ var (
 	// directory open.
 	ErrLocked = errors.New("ebb: database directory is locked by another handle")
 )
+
+// Errors of the offline tools (Inspect, Verify, DumpFile), which read a
+// database directory or one of its files without opening the database.
+var (
+	// ErrNoDatabase: the directory given to Inspect or Verify does not
+	// exist, is not a directory, is empty, or holds no ebb database.
+	ErrNoDatabase = errors.New("ebb: not an ebb database")
+	// ErrUnknownFile: the file given to DumpFile does not exist or is
+	// neither a segment file nor a journal file.
+	ErrUnknownFile = errors.New("ebb: not a segment or journal file")
+)

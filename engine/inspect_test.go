@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -9,12 +10,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/segment"
 )
 
 // inspectClock is a wall clock the inspection tests move by hand.
@@ -444,6 +447,135 @@ func TestInspectDumpFile(t *testing.T) {
 	for _, path := range []string{filepath.Join(dir, "nope"), dir, filepath.Join(dir, manifestName)} {
 		if _, _, err := DumpFile(path); !errors.Is(err, ErrUnknownFile) {
 			t.Errorf("DumpFile(%s): %v, want ErrUnknownFile", path, err)
+		}
+	}
+}
+
+// TestInspectHides checks that Inspect shows, per segment file, the files
+// the MANIFEST says it may hide.
+func TestInspectHides(t *testing.T) {
+	dir := t.TempDir()
+	clk := &inspectClock{}
+	clk.sec.Store(inspectT0)
+	db := openInspectDB(t, dir, clk, nil)
+	ctx := context.Background()
+	c, err := db.CreateContainer(ctx, ContainerProperties{ID: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.CreateContainer(ctx, ContainerProperties{ID: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		_, err := c.Upsert(ctx, []byte(fmt.Sprintf(`{"id":%q}`, id)))
+		must(err)
+	}
+	must(other.Compact(ctx)) // seals "h" into file 1
+	_, err = c.Upsert(ctx, []byte(`{"id":"a","v":2}`))
+	must(err)
+	must(c.Delete(ctx, "b"))
+	must(other.Compact(ctx)) // seals the new versions, which hide file 1
+	must(db.Close())
+
+	rep, err := Inspect(dir)
+	must(err)
+	m, err := readManifest(dir)
+	must(err)
+	segs := rep.Containers[0].Segments
+	hiding := 0
+	for _, s := range segs {
+		want := m.Containers[0].Hides[s.Num]
+		if fmt.Sprint(s.Hides) != fmt.Sprint(want) {
+			t.Errorf("%s: hides %v, the MANIFEST says %v", s.File, s.Hides, want)
+		}
+		b, err := json.Marshal(s)
+		must(err)
+		if got := strings.Contains(string(b), `"hides":`); got != (len(want) > 0) {
+			t.Errorf("%s: JSON %s", s.File, b)
+		}
+		if len(s.Hides) > 0 {
+			hiding++
+			if s.Hides[0] != segs[0].Num {
+				t.Errorf("%s hides %v, want file %d", s.File, s.Hides, segs[0].Num)
+			}
+		}
+	}
+	if len(segs) < 2 || hiding == 0 {
+		t.Errorf("segments %+v: want a later file hiding the first", segs)
+	}
+}
+
+// TestDumpFileDetects checks that DumpFile tells files by their contents.
+func TestDumpFileDetects(t *testing.T) {
+	dir := buildVerifyDB(t)
+	seg, err := os.ReadFile(filepath.Join(dir, segmentRel(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := journal.Files(filepath.Join(dir, journalDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jrn, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	write := func(name string, b []byte) string {
+		t.Helper()
+		path := filepath.Join(tmp, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	damage := func(off int) []byte {
+		b := bytes.Clone(seg)
+		b[off] ^= 0x10
+		return b
+	}
+
+	// A segment file under any name is a segment file.
+	if kind, _, err := DumpFile(write("copy", seg)); kind != FileSegment || err != nil {
+		t.Errorf("segment copy: %q %v", kind, err)
+	}
+	// So is a damaged one, whose damage DumpFile reports.
+	for name, b := range map[string][]byte{"footer": damage(len(seg) - 60), "header": damage(9), "cut": seg[:len(seg)/2]} {
+		_, _, err := DumpFile(write(name, b))
+		var ce *segment.CorruptError
+		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || errors.Is(err, ErrUnknownFile) {
+			t.Errorf("segment with damaged %s: %v, want a *segment.CorruptError", name, err)
+		}
+	}
+	kind, recs, err := DumpFile(write("block", damage(40)))
+	if kind != FileSegment || err != nil {
+		t.Fatalf("segment with a damaged block: %q %v", kind, err)
+	}
+	var ce *segment.CorruptError
+	for _, err = range recs {
+		if err != nil {
+			break
+		}
+	}
+	if !errors.As(err, &ce) || ce.Block != 0 || ce.Offset != 16 {
+		t.Errorf("damaged block: %v", err)
+	}
+
+	// A journal file under another name is a journal file.
+	if kind, _, err := DumpFile(write("log", jrn)); kind != FileJournal || err != nil {
+		t.Errorf("journal copy: %q %v", kind, err)
+	}
+	// Anything else is unknown.
+	for name, b := range map[string][]byte{"text": []byte("hello, world"), "empty": nil} {
+		if _, _, err := DumpFile(write(name, b)); !errors.Is(err, ErrUnknownFile) {
+			t.Errorf("%s: %v, want ErrUnknownFile", name, err)
 		}
 	}
 }

@@ -118,7 +118,7 @@ func (db *DB) checkEmpty() error {
 // Files overlap in any order after compaction, so the version with the
 // highest sequence wins, and a tombstone hides older puts in other files.
 func (c *Container) loadFiles() error {
-	tomb := make(map[string]uint64)
+	tomb := make(tombstones)
 	var records int64
 	for _, f := range c.files {
 		records += f.r.Stats().Puts
@@ -127,22 +127,17 @@ func (c *Container) loadFiles() error {
 	for num, f := range c.files {
 		entries, err := f.r.Index()
 		if err != nil {
-			return fmt.Errorf("ebb: open container %q: segment %d: %w", c.props.ID, num, err)
+			return fmt.Errorf("ebb: open container %q: segment %d: %w", c.id, num, err)
 		}
 		f.ids = compactor.NewIDFilter(len(entries))
 		for _, e := range entries {
 			f.ids.Add(e.ID)
 			cur, ok := c.idx.Get(e.ID)
-			if e.Op == segment.OpDelete {
-				if ok && cur.Seq < e.Seq {
-					c.idx.Delete(e.ID)
-				}
-				if tomb[e.ID] < e.Seq {
-					tomb[e.ID] = e.Seq
-				}
+			switch tomb.apply(&e, cur.Seq, ok) {
+			case rebuildSkip:
 				continue
-			}
-			if (ok && cur.Seq >= e.Seq) || tomb[e.ID] > e.Seq {
+			case rebuildDelete:
+				c.idx.Delete(e.ID)
 				continue
 			}
 			c.idx.Put(index.Slot{

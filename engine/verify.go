@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -196,7 +195,7 @@ func (v *verifier) segments() {
 				r.Close()
 			}
 			if err != nil {
-				v.segmentProblem(rel, r, err)
+				v.segmentProblem(rel, err)
 			}
 		}
 		return
@@ -208,7 +207,7 @@ func (v *verifier) segments() {
 			v.problem(sv.rel, -1, "", "missing: the %s names it for container %q", manifestName, cm.ID)
 			continue
 		case sv.err != nil:
-			v.segmentProblem(sv.rel, sv.r, sv.err)
+			v.segmentProblem(sv.rel, sv.err)
 			continue
 		}
 		v.rep.Checked.Segments++
@@ -218,79 +217,24 @@ func (v *verifier) segments() {
 			v.problem(sv.rel, st.FileBytes-128, "", "footer says container %d, the %s names it for container %q (%d)", st.Container, manifestName, cm.ID, cm.Num)
 		}
 		if err := sv.r.Verify(); err != nil {
-			v.segmentProblem(sv.rel, sv.r, err)
+			v.segmentProblem(sv.rel, err)
 			sv.index = nil // not to be trusted for the rebuild
 		}
 	}
 }
 
-// Locations in segment errors. The segment package wraps its errors with
-// the block and offset where it found the damage.
-var (
-	reDataBlock  = regexp.MustCompile(`block (\d+) at offset (\d+)(?:: record at (\d+))?`)
-	reMetaBlock  = regexp.MustCompile(`(index|table) block at offset (\d+)(?:: entry (\d+))?`)
-	reReadAt     = regexp.MustCompile(`bytes at offset (\d+)`)
-	reEntry      = regexp.MustCompile(`index entry (\d+) .* at (\d+)/(\d+) `)
-	footerErr    = regexp.MustCompile(`: footer(:| stats)`)
-	fileHeadErr  = regexp.MustCompile(`: (file header:|file of \d+ bytes)`)
-	segmentTrail = regexp.MustCompile(`^segment \S+: `)
-)
-
-// segmentProblem records err, found in segment file rel, with where it is.
-func (v *verifier) segmentProblem(rel string, r *segment.Reader, err error) {
-	path := filepath.Join(v.s.dir, rel)
-	msg := err.Error()
-	what := strings.TrimSuffix(segmentTrail.ReplaceAllString(msg, ""), ": "+ErrCorrupt.Error())
-	off, record := int64(-1), ""
-	atoi := func(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
+// segmentProblem records err, met reading segment file rel, with where
+// it is: a *segment.CorruptError says where the damage is.
+func (v *verifier) segmentProblem(rel string, err error) {
+	var ce *segment.CorruptError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		v.problem(rel, -1, "", "missing")
-		return
-	case reDataBlock.MatchString(msg):
-		m := reDataBlock.FindStringSubmatch(msg)
-		off = atoi(m[2])
-		record = "block " + m[1]
-		if m[3] != "" {
-			record = "record " + m[1] + "/" + m[3]
-		}
-	case reMetaBlock.MatchString(msg):
-		m := reMetaBlock.FindStringSubmatch(msg)
-		off = atoi(m[2])
-		record = m[1] + " block"
-		if m[3] != "" {
-			record = "index entry " + m[3]
-		}
-	case reEntry.MatchString(msg):
-		m := reEntry.FindStringSubmatch(msg)
-		record = "index entry " + m[1] + ", record " + m[2] + "/" + m[3]
-		if r != nil {
-			off = blockOffset(r, uint32(atoi(m[2])))
-		}
-	case reReadAt.MatchString(msg):
-		off = atoi(reReadAt.FindStringSubmatch(msg)[1])
-	case footerErr.MatchString(msg):
-		if fi, err := os.Stat(path); err == nil {
-			off = max(fi.Size()-128, 0)
-		}
-		record = "footer"
-	case fileHeadErr.MatchString(msg):
-		off, record = 0, "file header"
+	case errors.As(err, &ce):
+		v.problem(rel, ce.Offset, ce.Where(), "%s", ce.Reason)
+	default: // not damage: the file could not be read
+		v.problem(rel, -1, "", "%s", strings.TrimPrefix(err.Error(), "segment "+filepath.Join(v.s.dir, rel)+": "))
 	}
-	v.problem(rel, off, record, "%s", what)
-}
-
-// blockOffset returns the file offset of data block blk, or -1.
-func blockOffset(r *segment.Reader, blk uint32) int64 {
-	for at, err := range r.Records() {
-		if err != nil {
-			break
-		}
-		if at.Handle.Block == blk {
-			return at.Offset
-		}
-	}
-	return -1
 }
 
 // journal checks every journal file, the seqs across files, and that

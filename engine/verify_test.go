@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -267,4 +268,68 @@ func journalFileSeq(path string) (uint64, error) {
 	var seq uint64
 	_, err := fmt.Sscanf(filepath.Base(path)[:20], "%d", &seq)
 	return seq, err
+}
+
+// TestVerifyDamageUnderChecksum changes a segment's blocks and fixes their
+// checksums, so that only decoding them finds the damage, and checks that
+// Verify says where it is.
+func TestVerifyDamageUnderChecksum(t *testing.T) {
+	seg1 := segmentRel(1)
+	// build makes buildVerifyDB's database with uncompressed blocks.
+	build := func(t *testing.T) string {
+		dir := t.TempDir()
+		clk := &inspectClock{}
+		clk.sec.Store(inspectT0)
+		db := openInspectDB(t, dir, clk, func(o *Options) { o.Compression = CompressionNone })
+		fillInspectDB(t, db)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	// footer returns the offsets of seg1's index and table blocks.
+	footer := func(t *testing.T, dir string) (index, table int64) {
+		b, err := os.ReadFile(filepath.Join(dir, seg1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := b[len(b)-128:]
+		index = int64(binary.LittleEndian.Uint64(f))
+		return index, index + int64(binary.LittleEndian.Uint32(f[8:]))
+	}
+	// rewrite changes the payload of seg1's block at off and fixes the
+	// block's checksum.
+	rewrite := func(t *testing.T, dir string, off int64, change func(payload []byte)) {
+		path := filepath.Join(dir, seg1)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := b[off : off+16]
+		payload := b[off+16 : off+16+int64(binary.LittleEndian.Uint32(h))]
+		change(payload)
+		binary.LittleEndian.PutUint32(h[12:], crc32.Update(crc32.Checksum(h[:12], castagnoli), castagnoli, payload))
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("record", func(t *testing.T) {
+		dir := build(t)
+		rewrite(t, dir, 16, func(p []byte) { p[0] = 0xc0 }) // not an array
+		checkProblem(t, mustVerify(t, dir), dir, seg1, func(*testing.T, string) int64 { return 16 }, "record 0/0", "header byte 0xc0")
+	})
+	t.Run("index entry", func(t *testing.T) {
+		dir := build(t)
+		index, _ := footer(t, dir)
+		rewrite(t, dir, index, func(p []byte) { p[0] = 0x80 | 9 }) // no such op
+		checkProblem(t, mustVerify(t, dir), dir, seg1, func(*testing.T, string) int64 { return index }, "index entry 0", "invalid op")
+	})
+	t.Run("table block", func(t *testing.T) {
+		dir := build(t)
+		_, table := footer(t, dir)
+		rewrite(t, dir, table, func(p []byte) { // block 0 a byte shorter
+			binary.LittleEndian.PutUint32(p, binary.LittleEndian.Uint32(p)-1)
+		})
+		checkProblem(t, mustVerify(t, dir), dir, seg1, func(*testing.T, string) int64 { return table }, "table block", "data blocks end at")
+	})
 }

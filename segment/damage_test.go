@@ -28,11 +28,15 @@ func smallSegment(t testing.TB, c Compression) ([]byte, []Record, []Handle) {
 	return b, recs, hs
 }
 
-// mustCorrupt fails unless err wraps ErrCorrupt.
+// mustCorrupt fails unless err wraps ErrCorrupt and is a *CorruptError.
 func mustCorrupt(t *testing.T, what string, err error) {
 	t.Helper()
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("%s: err = %v, want ErrCorrupt", what, err)
+	}
+	var ce *CorruptError
+	if !errors.As(err, &ce) {
+		t.Fatalf("%s: err = %v (%T), want a *CorruptError", what, err, err)
 	}
 }
 

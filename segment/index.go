@@ -62,6 +62,15 @@ func maxIndexRaw(s *Stats) int {
 	return int(min(s.Records*maxIndexEntryFixed+s.RawBytes, maxRawBlock))
 }
 
+// entryError is decodeIndex's error about one entry. It wraps ErrCorrupt.
+type entryError struct {
+	entry int
+	what  string
+}
+
+func (e *entryError) Error() string { return e.what + ": " + ErrCorrupt.Error() }
+func (e *entryError) Unwrap() error { return ErrCorrupt }
+
 // decodeIndex decodes the uncompressed index block b of a segment whose
 // footer holds s, checking that the entries agree with s.
 func decodeIndex(b []byte, s *Stats) ([]IndexEntry, error) {
@@ -77,7 +86,7 @@ func decodeIndex(b []byte, s *Stats) ([]IndexEntry, error) {
 		raw      int64
 	)
 	bad := func(n int, what string) ([]IndexEntry, error) {
-		return nil, fmt.Errorf("entry %d at byte %d: %s: %w", n, i, what, ErrCorrupt)
+		return nil, &entryError{entry: n, what: fmt.Sprintf("entry %d at byte %d: %s", n, i, what)}
 	}
 	uvarint := func() (uint64, bool) {
 		v, n := binary.Uvarint(b[min(i, len(b)):])

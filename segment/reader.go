@@ -42,7 +42,7 @@ type RecordAt struct {
 }
 
 // Open opens the segment file at path and checks its footer, header and
-// block table. Damage found returns an error wrapping ErrCorrupt.
+// block table. Damage found returns a *CorruptError (wrapping ErrCorrupt).
 func Open(path string, opts ReaderOptions) (*Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -67,7 +67,7 @@ func Open(path string, opts ReaderOptions) (*Reader, error) {
 func NewReader(ra io.ReaderAt, size int64, name string, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{ra: ra, path: name, opts: opts}
 	if size < fileHeaderSize+2*blockHeaderSize+footerSize {
-		return nil, r.corrupt("file of %d bytes is too short to be a segment", size)
+		return nil, r.corrupt(atHeader(), "file of %d bytes is too short to be a segment", size)
 	}
 	var tail [footerSize]byte
 	if err := r.readAt(tail[:], size-footerSize); err != nil {
@@ -75,7 +75,7 @@ func NewReader(ra io.ReaderAt, size int64, name string, opts ReaderOptions) (*Re
 	}
 	ft, err := decodeFooter(tail[:], size)
 	if err != nil {
-		return nil, r.wrap(err)
+		return nil, r.damaged(atFooter(size), err, "")
 	}
 	r.ft = ft
 	var head [fileHeaderSize]byte
@@ -83,7 +83,7 @@ func NewReader(ra io.ReaderAt, size int64, name string, opts ReaderOptions) (*Re
 		return nil, err
 	}
 	if err := checkFileHeader(head[:]); err != nil {
-		return nil, r.wrap(err)
+		return nil, r.damaged(atHeader(), err, "")
 	}
 
 	tableOff := int64(ft.indexOff) + int64(ft.indexLen)
@@ -93,10 +93,10 @@ func NewReader(ra io.ReaderAt, size int64, name string, opts ReaderOptions) (*Re
 	}
 	table, _, err := decodeBlock(b, kindTable, int(4*ft.stats.Blocks), nil)
 	if err != nil {
-		return nil, r.wrap(fmt.Errorf("table block at offset %d: %w", tableOff, err))
+		return nil, r.damaged(atTable(tableOff), err, fmt.Sprintf("table block at offset %d", tableOff))
 	}
 	if int64(len(table)) != 4*ft.stats.Blocks {
-		return nil, r.corrupt("table block at offset %d: %d bytes for %d blocks", tableOff, len(table), ft.stats.Blocks)
+		return nil, r.corrupt(atTable(tableOff), "table block at offset %d: %d bytes for %d blocks", tableOff, len(table), ft.stats.Blocks)
 	}
 	r.offs = make([]int64, ft.stats.Blocks+1)
 	off := int64(fileHeaderSize)
@@ -104,12 +104,12 @@ func NewReader(ra io.ReaderAt, size int64, name string, opts ReaderOptions) (*Re
 		r.offs[i] = off
 		n := int64(binary.LittleEndian.Uint32(table[4*i:]))
 		if n <= blockHeaderSize || n > blockHeaderSize+MaxBlockSize || off+n > int64(ft.indexOff) {
-			return nil, r.corrupt("table block: block %d at offset %d has impossible length %d", i, off, n)
+			return nil, r.corrupt(atBlock(int(i), off), "table block: block %d at offset %d has impossible length %d", i, off, n)
 		}
 		off += n
 	}
 	if off != int64(ft.indexOff) {
-		return nil, r.corrupt("table block: data blocks end at %d, index block starts at %d", off, ft.indexOff)
+		return nil, r.corrupt(atTable(tableOff), "table block: data blocks end at %d, index block starts at %d", off, ft.indexOff)
 	}
 	r.offs[ft.stats.Blocks] = off
 	return r, nil
@@ -149,7 +149,12 @@ func (r *Reader) Index() ([]IndexEntry, error) {
 			return entries, nil
 		}
 	}
-	return nil, r.wrap(fmt.Errorf("index block at offset %d: %w", off, err))
+	at := atIndex(off)
+	var ee *entryError
+	if errors.As(err, &ee) {
+		at.entry = ee.entry
+	}
+	return nil, r.damaged(at, err, fmt.Sprintf("index block at offset %d", off))
 }
 
 // Get reads the record at h into rec, through the block cache if there is
@@ -183,7 +188,9 @@ func (r *Reader) Get(h Handle, rec *Record) error {
 		return fmt.Errorf("segment %s: handle %s: offset beyond the block's %d bytes", r.path, h, len(raw))
 	}
 	if _, err := decodeRecord(raw[h.Off:], rec); err != nil {
-		return r.wrap(fmt.Errorf("block %d at offset %d: record at %d: %w", h.Block, r.offs[h.Block], h.Off, err))
+		off := r.offs[h.Block]
+		return r.damaged(atRecord(int(h.Block), off, int(h.Off)), err,
+			fmt.Sprintf("block %d at offset %d: record at %d", h.Block, off, h.Off))
 	}
 	rec.Body = bytes.Clone(rec.Body)
 	return nil
@@ -213,12 +220,12 @@ func (r *Reader) records(keep bool) iter.Seq2[RecordAt, error] {
 			for int(at.Handle.Off) < len(raw) {
 				n, err := decodeRecord(raw[at.Handle.Off:], &at.Record)
 				if err == nil && at.Record.Container != r.ft.stats.Container {
-					err = fmt.Errorf("record of container %d in a segment of container %d: %w",
-						at.Record.Container, r.ft.stats.Container, ErrCorrupt)
+					err = corruptf("record of container %d in a segment of container %d",
+						at.Record.Container, r.ft.stats.Container)
 				}
 				if err != nil {
-					yield(RecordAt{}, r.wrap(fmt.Errorf("block %d at offset %d: record at %d: %w",
-						blk, at.Offset, at.Handle.Off, err)))
+					yield(RecordAt{}, r.damaged(atRecord(int(blk), at.Offset, int(at.Handle.Off)), err,
+						fmt.Sprintf("block %d at offset %d: record at %d", blk, at.Offset, at.Handle.Off)))
 					return
 				}
 				if !yield(at, nil) {
@@ -227,7 +234,7 @@ func (r *Reader) records(keep bool) iter.Seq2[RecordAt, error] {
 				at.Handle.Off += uint32(n)
 			}
 			if len(raw) == 0 {
-				yield(RecordAt{}, r.corrupt("block %d at offset %d: empty", blk, at.Offset))
+				yield(RecordAt{}, r.corrupt(atBlock(int(blk), at.Offset), "block %d at offset %d: empty", blk, at.Offset))
 				return
 			}
 		}
@@ -253,7 +260,7 @@ func (r *Reader) readBlock(blk uint32, bb *blockBuf) ([]byte, error) {
 	}
 	raw, _, err := decodeBlock(bb.stored, kindData, MaxBlockSize, scratch)
 	if err != nil {
-		return nil, r.wrap(fmt.Errorf("block %d at offset %d: %w", blk, off, err))
+		return nil, r.damaged(atBlock(int(blk), off), err, fmt.Sprintf("block %d at offset %d", blk, off))
 	}
 	if own {
 		if Compression(bb.stored[8]) == CompressionNone {
@@ -272,15 +279,31 @@ func (r *Reader) readAt(b []byte, off int64) error {
 		return nil
 	}
 	if err == nil || errors.Is(err, io.EOF) {
-		return r.corrupt("read %d bytes at offset %d, want %d: file truncated", n, off, len(b))
+		return r.corrupt(atUnknown(off), "read %d bytes at offset %d, want %d: file truncated", n, off, len(b))
 	}
 	return fmt.Errorf("segment %s: %w", r.path, err)
 }
 
-func (r *Reader) wrap(err error) error { return fmt.Errorf("segment %s: %w", r.path, err) }
+// corrupt returns a *CorruptError for damage at w, saying what is wrong.
+func (r *Reader) corrupt(w where, format string, args ...any) error {
+	return corruptError(r.path, w, fmt.Sprintf(format, args...))
+}
 
-func (r *Reader) corrupt(format string, args ...any) error {
-	return fmt.Errorf("segment %s: "+format+": %w", append([]any{r.path}, append(args, ErrCorrupt)...)...)
+// damaged returns err, which a check of the part at w returned, as a
+// *CorruptError whose reason is prefix (when not "") followed by err's
+// message. An err that does not wrap ErrCorrupt is only wrapped.
+func (r *Reader) damaged(w where, err error, prefix string) error {
+	if !errors.Is(err, ErrCorrupt) {
+		if prefix != "" {
+			return fmt.Errorf("segment %s: %s: %w", r.path, prefix, err)
+		}
+		return fmt.Errorf("segment %s: %w", r.path, err)
+	}
+	reason := reasonOf(err)
+	if prefix != "" {
+		reason = prefix + ": " + reason
+	}
+	return corruptError(r.path, w, reason)
 }
 
 // blockBuf holds the buffers for reading and decompressing one block; they
@@ -318,4 +341,21 @@ func grow(b []byte, n int) []byte {
 		return make([]byte, n, max(n, 2*cap(b), 4096))
 	}
 	return b[:n]
+}
+
+// IsSegment reports whether the size bytes of r look like a segment file:
+// they start or end with the segment magic. It checks no checksum, so a
+// damaged segment file (whose header or whose footer is intact) is still
+// one, which Open then refuses with a *CorruptError.
+func IsSegment(r io.ReaderAt, size int64) bool {
+	var b [len(magic)]byte
+	for _, off := range []int64{0, size - int64(len(magic))} {
+		if off < 0 {
+			break
+		}
+		if n, _ := r.ReadAt(b[:], off); n == len(b) && string(b[:]) == magic {
+			return true
+		}
+	}
+	return false
 }

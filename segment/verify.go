@@ -5,8 +5,8 @@ import "fmt"
 // Verify reads the whole segment and checks it: the checksum of every block
 // and of the index, that every record decodes and fills its block exactly,
 // that the index agrees with the records entry for entry, and that the
-// footer's Stats agree with both. It returns the first problem found,
-// wrapping ErrCorrupt.
+// footer's Stats agree with both. It returns the first problem found, a
+// *CorruptError (wrapping ErrCorrupt) when it is damage.
 func (r *Reader) Verify() error {
 	entries, err := r.Index()
 	if err != nil {
@@ -25,14 +25,17 @@ func (r *Reader) Verify() error {
 			return err
 		}
 		if i >= len(entries) {
-			return r.corrupt("block %d: record at %d: more records than the index's %d entries",
+			return r.corrupt(atRecord(int(at.Handle.Block), at.Offset, int(at.Handle.Off)),
+				"block %d: record at %d: more records than the index's %d entries",
 				at.Handle.Block, at.Handle.Off, len(entries))
 		}
 		rec, e := &at.Record, &entries[i]
 		size := RecordSize(rec)
 		if e.Op != rec.Op || e.Seq != rec.Seq || e.TS != rec.TS || e.TTL != rec.TTL ||
 			e.ID != rec.ID || e.Handle != at.Handle || int(e.Size) != size {
-			return r.corrupt("index entry %d %s disagrees with the record at %s %s",
+			w := atRecord(int(at.Handle.Block), at.Offset, int(at.Handle.Off))
+			w.part, w.entry = partIndex, i
+			return r.corrupt(w, "index entry %d %s disagrees with the record at %s %s",
 				i, describeEntry(e), at.Handle, describeEntry(&IndexEntry{
 					Op: rec.Op, Seq: rec.Seq, TS: rec.TS, TTL: rec.TTL, ID: rec.ID,
 					Handle: at.Handle, Size: uint32(size),
@@ -55,10 +58,10 @@ func (r *Reader) Verify() error {
 	}
 	got.Blocks = blocks
 	if i != len(entries) {
-		return r.corrupt("%d records, but the index has %d entries", i, len(entries))
+		return r.corrupt(atIndex(int64(r.ft.indexOff)), "%d records, but the index has %d entries", i, len(entries))
 	}
 	if got != want {
-		return r.corrupt("footer stats %+v, records say %+v", want, got)
+		return r.corrupt(atFooter(want.FileBytes), "footer stats %+v, records say %+v", want, got)
 	}
 	return nil
 }

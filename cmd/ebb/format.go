@@ -111,6 +111,18 @@ func fmtSeq(r *engine.SeqRange) string {
 	return fmt.Sprintf("%d-%d", r.First, r.Last)
 }
 
+// fmtFiles formats a list of segment file numbers: "1,4", or "-".
+func fmtFiles(nums []uint32) string {
+	if len(nums) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(nums))
+	for i, n := range nums {
+		parts[i] = strconv.FormatUint(uint64(n), 10)
+	}
+	return strings.Join(parts, ",")
+}
+
 // newTable returns a tabwriter for aligned columns separated by two spaces.
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 

@@ -32,6 +32,8 @@ func TestFormat(t *testing.T) {
 		{fmtShare(0.004), "<1%"},
 		{fmtShare(0.5), "50%"},
 		{fmtSeq(&engine.SeqRange{First: 3, Last: 9}), "3-9"},
+		{fmtFiles(nil), "-"},
+		{fmtFiles([]uint32{1, 4}), "1,4"},
 		{quoteID("a b"), `"a b"`},
 		{quoteID("plain"), "plain"},
 	} {

@@ -99,7 +99,7 @@ func printReport(w io.Writer, rep *engine.Report) error {
 
 	p.printf("\n")
 	t := newTable(w)
-	fmt.Fprintln(t, "SEGMENT\tCONTAINER\tBYTES\tBLOCKS\tRECORDS\tPUTS\tDELETES\tRAW\tRATIO\t_TS\tEXPIRY\tDEAD")
+	fmt.Fprintln(t, "SEGMENT\tCONTAINER\tBYTES\tBLOCKS\tRECORDS\tPUTS\tDELETES\tRAW\tRATIO\t_TS\tEXPIRY\tDEAD\tHIDES")
 	n := 0
 	for _, c := range rep.Containers {
 		for _, s := range c.Segments {
@@ -108,9 +108,9 @@ func printReport(w io.Writer, rep *engine.Report) error {
 				fmt.Fprintf(t, "%s\t%s\t%s\t\t\t\t\t\t\t\t\t\n", s.File, c.ID, "error: "+s.Error)
 				continue
 			}
-			fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%.1fx\t%s\t%s\t%s\n",
+			fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%.1fx\t%s\t%s\t%s\t%s\n",
 				s.File, c.ID, fmtBytes(s.Bytes), s.Blocks, s.Records, s.Puts, s.Deletes, fmtBytes(s.RawBytes),
-				s.CompressionRatio, fmtRange(s.TS), fmtRange(s.Expiry), fmtShare(s.DeadShare))
+				s.CompressionRatio, fmtRange(s.TS), fmtRange(s.Expiry), fmtShare(s.DeadShare), fmtFiles(s.Hides))
 		}
 	}
 	if n == 0 {

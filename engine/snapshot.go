@@ -1,0 +1,340 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// Offline reading. Inspect and Verify read a database directory without
+// opening the database: they never take its LOCK, never write, and open
+// every file read-only, so they work on a directory another process has
+// open. Such a directory changes under them (seals add segment files and cut
+// the journal, compactions swap files, the journal's last file grows), so
+// they build a snapshot optimistically: read the MANIFEST, the files it
+// names and the journal, then read the MANIFEST again; if it changed, or a
+// file it named vanished, start over. After a few attempts they report what
+// they found as it is.
+
+// snapshotAttempts bounds how often a snapshot is retaken when the
+// directory changes under it.
+const snapshotAttempts = 8
+
+// snapshot is what a database directory held at one moment, as far as
+// reading it without a lock can tell.
+type snapshot struct {
+	dir       string
+	manRaw    []byte
+	man       *manifest // nil when the MANIFEST is missing or damaged
+	manErr    error     // why man is nil
+	clockFile int64
+	segs      []*segView   // the files the MANIFEST names, by container then number
+	orphans   []string     // files in seg/ the MANIFEST does not name
+	journal   []*jFileView // journal files in seq order
+}
+
+// segView is one segment file the MANIFEST names.
+type segView struct {
+	cont    int // index into man.Containers
+	num     uint32
+	rel     string
+	r       *segment.Reader // nil when Open failed
+	index   []segment.IndexEntry
+	err     error // opening or decoding the index failed
+	missing bool
+}
+
+// jFileView is one journal file, decoded.
+type jFileView struct {
+	rel     string
+	path    string
+	size    int64
+	first   uint64 // from the name
+	entries int64
+	seqs    *SeqRange
+	sealed  int64
+	recs    []jRecord
+	err     error // a *journal.CorruptError, or a failure to read
+	torn    bool  // err is a torn tail of the journal's last file
+	missing bool
+}
+
+// jRecord is a record decoded from a journal entry.
+type jRecord struct {
+	rec    segment.Record
+	seq    uint64 // the entry's seq
+	size   int64
+	offset int64 // offset of the entry in its file
+	index  int   // position of the record in its entry
+}
+
+// errMoved says the directory changed while a snapshot was taken.
+var errMoved = errors.New("ebb: database directory changed while being read")
+
+// takeSnapshot reads dir, retrying while it changes underneath.
+func takeSnapshot(dir string) (*snapshot, error) {
+	if err := checkDatabaseDir(dir); err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		s, err := readSnapshot(dir, attempt == snapshotAttempts)
+		if errors.Is(err, errMoved) {
+			s.close()
+			time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+			continue
+		}
+		return s, err
+	}
+}
+
+// checkDatabaseDir fails with ErrNoDatabase unless dir holds a MANIFEST or
+// a non-empty journal/ or seg/ folder.
+func checkDatabaseDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s does not exist", ErrNoDatabase, dir)
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrNoDatabase, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: %s is not a directory", ErrNoDatabase, dir)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNoDatabase, err)
+	}
+	if len(ents) == 0 {
+		return fmt.Errorf("%w: %s is empty", ErrNoDatabase, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, manifestName)); err == nil {
+		return nil
+	}
+	for _, sub := range []string{journalDir, segmentDir} {
+		if ents, _ := os.ReadDir(filepath.Join(dir, sub)); len(ents) > 0 {
+			return nil // a database that lost its MANIFEST: damage, reported later
+		}
+	}
+	return fmt.Errorf("%w: %s holds no %s, %s/ or %s/", ErrNoDatabase, dir, manifestName, journalDir, segmentDir)
+}
+
+// readSnapshot reads dir once. Unless final, it returns errMoved when the
+// MANIFEST changed or a file it names vanished meanwhile.
+func readSnapshot(dir string, final bool) (*snapshot, error) {
+	s := &snapshot{dir: dir, clockFile: readClockFile(dir)}
+	mpath := filepath.Join(dir, manifestName)
+	raw, err := os.ReadFile(mpath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.manErr = fmt.Errorf("ebb: %s: the %s is missing (journal/ or seg/ hold files): %w", dir, manifestName, ErrCorrupt)
+	case err != nil:
+		return s, fmt.Errorf("ebb: read %s: %w", mpath, err)
+	default:
+		s.manRaw = raw
+		if s.man, err = decodeManifest(raw, mpath); err != nil {
+			s.manErr = fmt.Errorf("ebb: %w", err)
+		}
+	}
+	moved := func() bool {
+		if final {
+			return false
+		}
+		b, err := os.ReadFile(mpath)
+		return (err == nil) != (s.manRaw != nil) || !bytes.Equal(b, s.manRaw)
+	}
+
+	if err := s.readSegments(moved); err != nil {
+		return s, err
+	}
+
+	jdir := filepath.Join(dir, journalDir)
+	before, busy := journalNames(jdir)
+	if busy && !final {
+		return s, errMoved
+	}
+	if err := s.readJournal(); err != nil {
+		return s, err
+	}
+	if after, busy := journalNames(jdir); !final {
+		// A truncation removes files, then renames its ".START" file.
+		if busy {
+			return s, errMoved
+		}
+		for name := range before {
+			if !after[name] {
+				return s, errMoved
+			}
+		}
+	}
+	if s.man != nil && len(s.journal) > 0 {
+		// A seal moves JournalFrom and then cuts the journal: entries
+		// missing before JournalFrom mean the MANIFEST read is stale.
+		if first := s.journal[0].first; first > s.man.JournalFrom && moved() {
+			return s, errMoved
+		}
+	}
+	if moved() {
+		return s, errMoved
+	}
+	return s, nil
+}
+
+// readSegments opens the segment files the MANIFEST names and decodes
+// their index blocks, and lists the other files in seg/ as orphans. It
+// returns errMoved when a file is missing and moved reports that the
+// MANIFEST changed meanwhile.
+func (s *snapshot) readSegments(moved func() bool) error {
+	referenced := make(map[string]bool)
+	if s.man != nil {
+		for ci, cm := range s.man.Containers {
+			nums := slices.Clone(cm.Files)
+			slices.Sort(nums)
+			for _, num := range nums {
+				v := &segView{cont: ci, num: num, rel: segmentRel(num)}
+				referenced[v.rel] = true
+				s.segs = append(s.segs, v)
+				v.r, v.err = segment.Open(filepath.Join(s.dir, v.rel), segment.ReaderOptions{})
+				if errors.Is(v.err, fs.ErrNotExist) {
+					if moved() {
+						return errMoved
+					}
+					v.missing = true
+					continue
+				}
+				if v.err == nil {
+					v.index, v.err = v.r.Index()
+				}
+			}
+		}
+	}
+	ents, err := os.ReadDir(filepath.Join(s.dir, segmentDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("ebb: %w", err)
+	}
+	for _, e := range ents {
+		if rel := segmentDir + "/" + e.Name(); !referenced[rel] {
+			s.orphans = append(s.orphans, rel)
+		}
+	}
+	return nil
+}
+
+// journalNames returns the names of the files in the journal folder, and
+// whether tidwall is amid a truncation there (a ".START" or ".END" file
+// exists: the old files are being replaced).
+func journalNames(jdir string) (map[string]bool, bool) {
+	ents, _ := os.ReadDir(jdir)
+	names := make(map[string]bool, len(ents))
+	busy := false
+	for _, e := range ents {
+		name := e.Name()
+		names[name] = true
+		busy = busy || strings.HasSuffix(name, ".START") || strings.HasSuffix(name, ".END")
+	}
+	return names, busy
+}
+
+func segmentRel(num uint32) string { return segmentDir + "/" + fmt.Sprintf("%08d.seg", num) }
+
+// readJournal decodes every journal file.
+func (s *snapshot) readJournal() error {
+	jdir := filepath.Join(s.dir, journalDir)
+	paths, err := journal.Files(jdir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ebb: %w", err)
+	}
+	from := uint64(1)
+	if s.man != nil {
+		from = s.man.JournalFrom
+	}
+	for i, path := range paths {
+		f := &jFileView{path: path, rel: journalDir + "/" + filepath.Base(path)}
+		f.first, _ = strconv.ParseUint(filepath.Base(path)[:20], 10, 64)
+		s.journal = append(s.journal, f)
+		if fi, err := os.Stat(path); err == nil {
+			f.size = fi.Size()
+		}
+		for e, err := range journal.ReadFile(path) {
+			if err != nil {
+				f.err = err
+				if errors.Is(err, fs.ErrNotExist) {
+					f.missing = true
+				}
+				var ce *journal.CorruptError
+				f.torn = errors.As(err, &ce) && ce.Torn && i == len(paths)-1
+				break
+			}
+			f.entries++
+			if f.seqs == nil {
+				f.seqs = &SeqRange{First: e.Seq}
+			}
+			f.seqs.Last = e.Seq
+			if e.Seq < from {
+				f.sealed++
+				continue
+			}
+			for off, n, k := 0, 0, 0; off < len(e.Payload); off, k = off+n, k+1 {
+				jr := jRecord{seq: e.Seq, offset: e.Offset, index: k}
+				if n, err = segment.DecodeRecord(e.Payload[off:], &jr.rec); err != nil {
+					f.err = entryRecordError(path, e, off, err)
+					break
+				}
+				jr.size = int64(n)
+				f.recs = append(f.recs, jr)
+			}
+			if f.err != nil {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// entryRecordError says that the record at byte off of journal entry e,
+// in the file at path, does not decode.
+func entryRecordError(path string, e journal.Entry, off int, err error) error {
+	return fmt.Errorf("journal: %s: entry seq %d at offset %d: record at byte %d: %w", path, e.Seq, e.Offset, off, err)
+}
+
+func (s *snapshot) close() {
+	if s == nil {
+		return
+	}
+	for _, v := range s.segs {
+		if v.r != nil {
+			v.r.Close()
+		}
+	}
+}
+
+// now is the instant the database would judge expiry against if it opened
+// with wall clock time wall: never before its persisted clock or any _ts.
+func (s *snapshot) now(wall int64) int64 {
+	now := max(wall, s.clockFile)
+	if s.man != nil {
+		now = max(now, s.man.Clock)
+	}
+	for _, v := range s.segs {
+		if v.r != nil {
+			now = max(now, v.r.Stats().MaxTS)
+		}
+	}
+	for _, f := range s.journal {
+		for i := range f.recs {
+			now = max(now, f.recs[i].rec.TS)
+		}
+	}
+	return now
+}
