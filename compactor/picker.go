@@ -32,7 +32,9 @@ type PickOptions struct {
 	// RewriteThreshold is the dead share of a file's raw bytes at which it
 	// is rewritten with its live records only. Default 0.5.
 	RewriteThreshold float64
-	// SmallFileBytes: files smaller than this are merged. Default 1 MiB.
+	// SmallFileBytes: files whose records (uncompressed, the unit seals cut
+	// files by) are smaller than this are merged. Default 512 KiB, below
+	// the smallest file a seal writes on purpose.
 	SmallFileBytes int64
 	// MinMerge is how many small files it takes to merge them. Default 4.
 	MinMerge int
@@ -46,7 +48,7 @@ func (o PickOptions) withDefaults() PickOptions {
 		o.RewriteThreshold = 0.5
 	}
 	if o.SmallFileBytes <= 0 {
-		o.SmallFileBytes = 1 << 20
+		o.SmallFileBytes = 512 << 10
 	}
 	if o.MinMerge <= 1 {
 		o.MinMerge = 4
@@ -85,12 +87,12 @@ func Pick(files []FileStats, opts PickOptions) Plan {
 		case f.LiveRecords == 0 && f.Puts == 0:
 			// Only tombstones, all still needed: nothing to gain yet,
 			// beyond merging it with other small files.
-			if f.FileBytes < o.SmallFileBytes {
+			if f.RawBytes < o.SmallFileBytes {
 				small = append(small, f)
 			}
 		case f.deadShare() >= o.RewriteThreshold:
 			dead = append(dead, f)
-		case f.FileBytes < o.SmallFileBytes:
+		case f.RawBytes < o.SmallFileBytes:
 			small = append(small, f)
 		}
 	}

@@ -194,6 +194,11 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 		}
 		return c.notFound()
 	}
+	// The new files are registered first: once a record is relocated, a
+	// reader may be sent to its new file at any moment.
+	for _, o := range outputs {
+		c.files[o.num] = o
+	}
 	for i, m := range res.Moved {
 		if i > 0 && i%relocateChunk == 0 {
 			// Both the old and the new file are open and valid: a reader
@@ -202,10 +207,7 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 			c.mu.Lock()
 			if c.deleted {
 				c.mu.Unlock()
-				for _, o := range outputs {
-					o.remove()
-				}
-				return c.notFound()
+				return c.notFound() // DeleteContainer removed every file
 			}
 		}
 		if m.Op == segment.OpPut {
@@ -215,9 +217,6 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 	c.idx.PurgeExpired(func(file uint32) bool { return inGroup[file] })
 	for n := range inGroup {
 		delete(c.files, n)
-	}
-	for _, o := range outputs {
-		c.files[o.num] = o
 	}
 	c.mu.Unlock()
 

@@ -40,11 +40,14 @@ type Metrics struct {
 func (c *Container) Metrics() Metrics {
 	now := c.db.clock.now()
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.advanceLocked(now)
+	c.mu.Unlock()
+	// The rest only reads (the expired set may be long): writers need not wait.
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if c.deleted {
 		return Metrics{}
 	}
-	c.advanceLocked(now)
 	var m Metrics
 	m.Items, m.LiveBytes = c.idx.Count()
 	m.ExpiredPending = c.idx.ExpiredPending()

@@ -26,11 +26,15 @@ type Options struct {
 	NoSync bool
 
 	// JournalSegmentSize is the size of each journal file. The journal keeps
-	// its newest file in memory, so this is also a memory cost. Default 16 MiB.
+	// its newest file in memory, and a sealed file is removed only whole, so
+	// this is also how much sealed data the journal may still hold on disk.
+	// Default 4 MiB.
 	JournalSegmentSize int
 
 	// SealThreshold is how many bytes of records may wait in memtables (and in
-	// the journal) before they are sealed into segment files. Default 64 MiB.
+	// the journal, uncompressed) before they are sealed into compressed
+	// segment files. Smaller seals bring space back sooner for short TTLs;
+	// larger ones write fewer files. Default 16 MiB.
 	SealThreshold int64
 
 	// BlockSize is the uncompressed size of a segment block, the unit that is
@@ -98,10 +102,10 @@ func (o *Options) withDefaults() Options {
 		out.Clock = time.Now
 	}
 	if out.JournalSegmentSize <= 0 {
-		out.JournalSegmentSize = 16 << 20
+		out.JournalSegmentSize = 4 << 20
 	}
 	if out.SealThreshold <= 0 {
-		out.SealThreshold = 64 << 20
+		out.SealThreshold = 16 << 20
 	}
 	if out.BlockSize <= 0 {
 		out.BlockSize = 32 << 10

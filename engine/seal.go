@@ -235,7 +235,7 @@ func (c *Container) sealFrozen() error {
 // expiry, none smaller than minSealFileBytes of records.
 const (
 	sealFilesPerSeal = 8
-	minSealFileBytes = 1 << 20
+	minSealFileBytes = 2 << 20
 )
 
 // writeSealFile writes the records keep[j] for j in group to a new segment
