@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tidwall/buntdb"
+)
+
+// BuntDB at its defaults but for durability: SyncPolicy Always (an fsync on
+// every commit), Never with NoSync. Native TTL: SetOptions{Expires, TTL};
+// expired items are invisible to Get and deleted by BuntDB's own sweep every
+// second; the append-only file shrinks by BuntDB's auto-shrink (once it is
+// 100% larger than after the last shrink and at least 32 MiB). Every item
+// lives in memory.
+
+func init() {
+	register(Spec{
+		Name:      "buntdb",
+		NativeTTL: true,
+		How:       "native TTL (SetOptions TTL); swept every 1 s by BuntDB; file shrinks by auto-shrink (100%, 32 MiB min); all items in memory",
+		Open:      openBunt,
+	})
+}
+
+type buntStore struct {
+	db *buntdb.DB
+}
+
+func openBunt(dir string, o Options) (Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	db, err := buntdb.Open(filepath.Join(dir, "data.db"))
+	if err != nil {
+		return nil, err
+	}
+	var cfg buntdb.Config
+	if err := db.ReadConfig(&cfg); err != nil {
+		db.Close()
+		return nil, err
+	}
+	cfg.SyncPolicy = buntdb.Always
+	if o.NoSync {
+		cfg.SyncPolicy = buntdb.Never
+	}
+	if err := db.SetConfig(cfg); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &buntStore{db: db}, nil
+}
+
+func (s *buntStore) Put(ctx context.Context, items []Item) error {
+	now := time.Now()
+	return s.db.Update(func(tx *buntdb.Tx) error {
+		for _, it := range items {
+			var opts *buntdb.SetOptions
+			if exp := expiry(now, it.TTL); exp > 0 {
+				opts = &buntdb.SetOptions{Expires: true, TTL: time.Unix(exp, 0).Sub(now)}
+			}
+			if _, _, err := tx.Set(it.Key, string(it.Value), opts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *buntStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	var v string
+	err := s.db.View(func(tx *buntdb.Tx) error {
+		var err error
+		v, err = tx.Get(key)
+		return err
+	})
+	if errors.Is(err, buntdb.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return []byte(v), true, nil
+}
+
+func (s *buntStore) Close() error { return s.db.Close() }

@@ -1,0 +1,131 @@
+// Package workload runs the benchmark's workloads (fill, read, churn, storm,
+// scale) against every store, and renders their results: a markdown table
+// per workload with each store's ratio to ebb, JSON, PNG charts, and the
+// RESULTS.md report.
+package workload
+
+import (
+	"io"
+	"time"
+
+	"github.com/ebbdb/ebb/bench/internal/store"
+)
+
+// Config is one run of the benchmark.
+type Config struct {
+	// Stores to compare, ebb first by convention.
+	Stores []string
+	// Dir is the scratch directory under which each store gets its own
+	// folder; it is emptied as the run goes.
+	Dir string
+	// Out is where the JSON and PNG results go; "" writes none.
+	Out string
+	// Store configures every store alike (durability, sweep cadence).
+	Store store.Options
+	// DocSize is the size of every document, in bytes.
+	DocSize int
+	// Progress receives progress bars; nil shows none.
+	Progress io.Writer
+	// Log receives tables and notes as the run goes; nil discards them.
+	Log io.Writer
+	// Suite names the sizes: "quick", "full" or "custom".
+	Suite string
+
+	Fill  FillConfig
+	Read  ReadConfig
+	Churn ChurnConfig
+	Storm StormConfig
+	Scale ScaleConfig
+}
+
+// FillConfig: N items written by batches and by single writes, by 1 and by
+// many writers.
+type FillConfig struct {
+	N       int           `json:"n"`
+	Batch   int           `json:"batch"`
+	Writers []int         `json:"writers"`
+	TTL     int32         `json:"ttl_s"`
+	MaxTime time.Duration `json:"max_time_ns"` // per mode; 0: no limit
+}
+
+// ReadConfig: random point reads of N items, hits then misses.
+type ReadConfig struct {
+	N       int           `json:"n"`
+	Readers []int         `json:"readers"`
+	Phase   time.Duration `json:"phase_ns"` // per (readers, hit|miss)
+}
+
+// ChurnConfig: Duration of writes of never-repeating keys with TTL, then
+// Drain without writes, disk sampled every Sample.
+type ChurnConfig struct {
+	Duration time.Duration `json:"duration_ns"`
+	TTL      int32         `json:"ttl_s"`
+	Writers  int           `json:"writers"`
+	Batch    int           `json:"batch"`
+	Rate     int           `json:"rate"` // items/s for all writers; 0: as fast as they go
+	Drain    time.Duration `json:"drain_ns"`
+	Sample   time.Duration `json:"sample_ns"`
+}
+
+// StormConfig: N items expiring in the same second under a steady load of
+// Rate operations a second on Foreground other items.
+type StormConfig struct {
+	N          int           `json:"n"`
+	Foreground int           `json:"foreground"`
+	Rate       int           `json:"rate"`
+	Workers    int           `json:"workers"`
+	ReadShare  float64       `json:"read_share"`
+	Baseline   time.Duration `json:"baseline_ns"`
+	After      time.Duration `json:"after_ns"`
+	Window     time.Duration `json:"window_ns"`
+	Batch      int           `json:"batch"`
+}
+
+// ScaleConfig: one store filled to each of Sizes in turn; after each, it is
+// reopened and its open time and heap measured. A peer whose projected fill
+// time for the next size exceeds Budget (or whose projected heap exceeds
+// MaxHeap) stops there; ebb always runs.
+type ScaleConfig struct {
+	Sizes   []int         `json:"sizes"`
+	Batch   int           `json:"batch"`
+	Writers int           `json:"writers"`
+	TTL     int32         `json:"ttl_s"`
+	Budget  time.Duration `json:"budget_ns"`
+	MaxHeap int64         `json:"max_heap"`
+}
+
+// Quick is the default suite: every workload and store in a few minutes on
+// 2 cores.
+func Quick() Config {
+	return Config{
+		Stores:  store.Names(),
+		DocSize: 1024,
+		Suite:   "quick",
+		Fill:    FillConfig{N: 20000, Batch: 100, Writers: []int{1, 64}, TTL: 3600, MaxTime: time.Second},
+		Read:    ReadConfig{N: 20000, Readers: []int{1, 8}, Phase: time.Second},
+		Churn: ChurnConfig{Duration: 10 * time.Second, TTL: 3, Writers: 4, Batch: 100,
+			Drain: 7 * time.Second, Sample: time.Second},
+		Storm: StormConfig{N: 30000, Foreground: 3000, Rate: 1000, Workers: 8, ReadShare: 0.9,
+			Baseline: 3 * time.Second, After: 5 * time.Second, Window: 250 * time.Millisecond, Batch: 100},
+		Scale: ScaleConfig{Sizes: []int{10000, 100000}, Batch: 1000, Writers: 2, TTL: 3600,
+			Budget: 20 * time.Second, MaxHeap: 8 << 30},
+	}
+}
+
+// Full is the suite of the sizes in the issue: 1e6 items, 5 minutes of
+// churn, 1e7 at scale.
+func Full() Config {
+	return Config{
+		Stores:  store.Names(),
+		DocSize: 1024,
+		Suite:   "full",
+		Fill:    FillConfig{N: 1000000, Batch: 100, Writers: []int{1, 64}, TTL: 3600, MaxTime: 30 * time.Second},
+		Read:    ReadConfig{N: 1000000, Readers: []int{1, 8}, Phase: 10 * time.Second},
+		Churn: ChurnConfig{Duration: 300 * time.Second, TTL: 60, Writers: 4, Batch: 100,
+			Drain: 90 * time.Second, Sample: time.Second},
+		Storm: StormConfig{N: 1000000, Foreground: 100000, Rate: 5000, Workers: 32, ReadShare: 0.9,
+			Baseline: 10 * time.Second, After: 60 * time.Second, Window: 250 * time.Millisecond, Batch: 100},
+		Scale: ScaleConfig{Sizes: []int{100000, 1000000, 10000000}, Batch: 1000, Writers: 2, TTL: 3600,
+			Budget: 15 * time.Minute, MaxHeap: 12 << 30},
+	}
+}
