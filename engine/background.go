@@ -56,6 +56,7 @@ func (db *DB) compactLoop() {
 func (c *Container) compactStep(ctx context.Context, throttle func(context.Context, int) error) error {
 	db := c.db
 	now := db.clock.now()
+	c.advanceInSteps(now)
 	c.mu.Lock()
 	if c.deleted {
 		c.mu.Unlock()

@@ -55,6 +55,7 @@ func (c *Container) dropFiles(nums []uint32) error {
 		return nil
 	}
 	now := c.db.clock.now()
+	c.advanceInSteps(now)
 	c.mu.Lock()
 	if c.deleted {
 		c.mu.Unlock()
@@ -75,7 +76,6 @@ func (c *Container) dropFiles(nums []uint32) error {
 	for n := range gone {
 		delete(c.files, n)
 	}
-	c.idx.PurgeExpired(func(file uint32) bool { return gone[file] })
 	c.mu.Unlock()
 	if len(dropped) == 0 {
 		return nil
@@ -83,11 +83,12 @@ func (c *Container) dropFiles(nums []uint32) error {
 	if err := c.db.saveManifest(); err != nil {
 		c.mu.Lock()
 		for _, f := range dropped {
-			c.files[f.num] = f // still on disk; the index forgot only expired items
+			c.files[f.num] = f // still on disk, and nothing was forgotten
 		}
 		c.mu.Unlock()
 		return fmt.Errorf("ebb: drop files of container %q: %w", c.ID(), err)
 	}
+	c.purgeInSteps(gone)
 	var bytes int64
 	for _, f := range dropped {
 		bytes += f.r.Stats().FileBytes
@@ -106,6 +107,7 @@ func (c *Container) dropFiles(nums []uint32) error {
 func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(context.Context, int) error) error {
 	db := c.db
 	now := db.clock.now()
+	c.advanceInSteps(now)
 	c.mu.Lock()
 	if c.deleted {
 		c.mu.Unlock()
@@ -214,7 +216,6 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 			c.idx.Relocate(m.ID, m.Seq, index.Loc{File: m.File, Block: m.Handle.Block, Off: m.Handle.Off})
 		}
 	}
-	c.idx.PurgeExpired(func(file uint32) bool { return inGroup[file] })
 	for n := range inGroup {
 		delete(c.files, n)
 	}
@@ -231,6 +232,7 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 	for _, f := range inputs {
 		f.remove()
 	}
+	c.purgeInSteps(inGroup)
 	c.stats.filesRewritten.Add(int64(len(inputs)))
 	c.stats.compactRead.Add(res.ReadBytes)
 	c.stats.compactWritten.Add(res.Written)

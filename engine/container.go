@@ -263,6 +263,39 @@ func (c *Container) newIndex() *index.Index {
 	return index.New(func(ts int64, ttl int32) int64 { return c.history.ExpiresAt(ts, ttl) })
 }
 
+// Step sizes for work that grows with the number of items that expire or
+// are purged at once: the container's lock is released between steps, so
+// an expiry storm never stalls readers and writers for long.
+const (
+	advanceChunk = 4096
+	purgeChunk   = 4096
+)
+
+// advanceInSteps marks the items expired by now, taking the lock for one
+// step at a time. Afterwards advanceLocked has little or nothing left to do.
+func (c *Container) advanceInSteps(now int64) {
+	for done := false; !done; {
+		c.mu.Lock()
+		if c.nextDue.Load() > now {
+			c.mu.Unlock()
+			return
+		}
+		_, done = c.idx.AdvanceN(now, advanceChunk)
+		c.nextDue.Store(c.idx.NextDue())
+		c.mu.Unlock()
+	}
+}
+
+// purgeInSteps forgets the expired items whose records were in the files
+// gone, a step at a time.
+func (c *Container) purgeInSteps(gone map[uint32]bool) {
+	for done := false; !done; {
+		c.mu.Lock()
+		_, done = c.idx.PurgeExpiredN(func(file uint32) bool { return gone[file] }, purgeChunk)
+		c.mu.Unlock()
+	}
+}
+
 // refileLocked recomputes every unexpired item's expiry from the policy
 // history and marks those expired by now; c.mu is held for writing.
 func (c *Container) refileLocked(now int64) {

@@ -224,10 +224,12 @@ func (c *Container) sealFrozen() error {
 			c.idx.Relocate(r.ID, r.Seq, handles[i])
 		}
 	}
-	// Items that expired in the memtable and were not written are gone.
-	c.advanceLocked(now)
-	c.idx.PurgeExpired(func(file uint32) bool { return file == index.MemFile|fr.gen })
 	c.frozen = nil
+	c.mu.Unlock()
+	// Items that expired in the memtable and were not written are gone.
+	c.advanceInSteps(now)
+	c.purgeInSteps(map[uint32]bool{index.MemFile | fr.gen: true})
+	c.mu.Lock() // for the deferred unlock
 	return nil
 }
 

@@ -72,32 +72,61 @@ func (b *buckets) nextDue() int64 {
 	return due
 }
 
-// takeDue removes every bucket due at now and calls fn for each slot filed
-// in them. expireOf gives a slot's current expiry, to refile a split coarse
+// takeDue removes the slots of the buckets due at now, at most limit of
+// them (limit <= 0: all), and calls fn for each slot filed in a fine
+// bucket. expireOf gives a slot's current expiry, to refile a split coarse
 // bucket's slots; fn's caller checks that the slot still expires by now.
-func (b *buckets) takeDue(now int64, expireOf func(uint32) int64, fn func(slot uint32)) {
+// It reports whether no due bucket is left.
+func (b *buckets) takeDue(now int64, limit int, expireOf func(uint32) int64, fn func(slot uint32)) bool {
+	budget := limit
+	spend := func() bool { // reports whether the budget allows one more slot
+		if limit <= 0 {
+			return true
+		}
+		if budget == 0 {
+			return false
+		}
+		budget--
+		return true
+	}
 	for len(b.coarseKeys) > 0 && b.coarseKeys[0]<<coarseBits <= now {
-		k := heap.Pop(&b.coarseKeys).(int64)
+		k := b.coarseKeys[0]
 		bm := b.coarse[k]
-		delete(b.coarse, k)
 		b.splitThrough = max(b.splitThrough, k)
-		it := bm.Iterator()
-		for it.HasNext() {
-			s := it.Next()
+		if !drain(bm, spend, func(s uint32) {
 			if e := expireOf(s); e != Never && e>>coarseBits == k {
 				addTo(b.fine, &b.fineKeys, e, s)
 			}
+		}) {
+			return false
 		}
+		heap.Pop(&b.coarseKeys)
+		delete(b.coarse, k)
 	}
 	for len(b.fineKeys) > 0 && b.fineKeys[0] <= now {
-		e := heap.Pop(&b.fineKeys).(int64)
-		bm := b.fine[e]
-		delete(b.fine, e)
-		it := bm.Iterator()
-		for it.HasNext() {
-			fn(it.Next())
+		e := b.fineKeys[0]
+		if !drain(b.fine[e], spend, fn) {
+			return false
 		}
+		heap.Pop(&b.fineKeys)
+		delete(b.fine, e)
 	}
+	return true
+}
+
+// drain removes slots from bm and passes them to fn while spend allows; it
+// reports whether bm is empty.
+func drain(bm *roaring.Bitmap, spend func() bool, fn func(uint32)) bool {
+	var batch []uint32
+	it := bm.Iterator()
+	for it.HasNext() && spend() {
+		batch = append(batch, it.Next())
+	}
+	for _, s := range batch {
+		bm.Remove(s)
+		fn(s)
+	}
+	return bm.IsEmpty()
 }
 
 // reset empties every bucket, for a policy change that refiles them all.

@@ -138,14 +138,21 @@ func (x *Index) IsCurrent(id string, seq uint64, now int64) bool {
 // counts, into the expired set. It returns how many it marked. Its cost is
 // proportional to the number of items that expired, not to the index size.
 func (x *Index) Advance(now int64) int {
-	marked := 0
+	marked, _ := x.AdvanceN(now, 0)
+	return marked
+}
+
+// AdvanceN is Advance in steps: it visits at most limit filed slots (limit
+// <= 0: all) and reports whether it is done, so that a caller can release
+// its lock between steps when a great many items expire at once.
+func (x *Index) AdvanceN(now int64, limit int) (marked int, done bool) {
 	expireOf := func(n uint32) int64 {
 		if !x.used.Contains(n) {
 			return Never
 		}
 		return x.ExpiresAt(x.slots.at(n))
 	}
-	x.buckets.takeDue(now, expireOf, func(n uint32) {
+	done = x.buckets.takeDue(now, limit, expireOf, func(n uint32) {
 		if !x.used.Contains(n) || x.expired.Contains(n) {
 			return // freed, or already marked
 		}
@@ -157,7 +164,7 @@ func (x *Index) Advance(now int64) int {
 		x.expired.Add(n)
 		marked++
 	})
-	return marked
+	return marked, done
 }
 
 // NextDue is the earliest instant at which Advance has work, or Never.
@@ -179,21 +186,37 @@ func (x *Index) Recompute() {
 // the files for which gone returns true, after the compactor removed those
 // records from disk. It returns how many it forgot.
 func (x *Index) PurgeExpired(gone func(file uint32) bool) int {
-	var purged []uint32
+	n, _ := x.PurgeExpiredN(gone, 0)
+	return n
+}
+
+// PurgeExpiredN is PurgeExpired in steps of at most limit items (limit <=
+// 0: all); it reports whether it is done. Between steps the items not yet
+// purged stay marked expired: invisible, as they should be.
+func (x *Index) PurgeExpiredN(gone func(file uint32) bool, limit int) (purged int, done bool) {
+	var batch []uint32
 	it := x.expired.Iterator()
 	for it.HasNext() {
 		n := it.Next()
 		if gone(x.slots.at(n).Loc.File) {
-			purged = append(purged, n)
+			if limit > 0 && len(batch) == limit {
+				done = false
+				break
+			}
+			batch = append(batch, n)
 		}
+		done = !it.HasNext()
 	}
-	for _, n := range purged {
+	if x.expired.IsEmpty() {
+		done = true
+	}
+	for _, n := range batch {
 		_, pos, _ := x.ids.find(x.slots.at(n).ID, x.slots)
 		x.ids.remove(pos)
 		x.expired.Remove(n)
 		x.release(n)
 	}
-	return len(purged)
+	return len(batch), done
 }
 
 // Live returns the slots of the items live at now, sorted by id: a snapshot

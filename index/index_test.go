@@ -218,3 +218,51 @@ func TestIDTableChurn(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvanceAndPurgeInSteps checks that the stepped forms reach the same
+// state as the whole ones, however small the steps.
+func TestAdvanceAndPurgeInSteps(t *testing.T) {
+	for _, limit := range []int{1, 7, 1000, 0} {
+		x := newTestIndex()
+		for i := range 5000 {
+			e := int64(100 + i%50)
+			if i%3 == 0 {
+				e = int64(100 + 64*(i%40)) // coarse buckets too
+			}
+			put(x, fmt.Sprint(i), uint64(i+1), uint32(1+i%4), e)
+		}
+		want := newTestIndex()
+		want.expireAt = x.expireAt
+		for i := range 5000 {
+			s, _ := x.Get(fmt.Sprint(i))
+			want.Put(s)
+		}
+		wantMarked := want.Advance(1000)
+		marked, steps := 0, 0
+		for done := false; !done; steps++ {
+			var m int
+			m, done = x.AdvanceN(1000, limit)
+			marked += m
+			if steps > 100000 {
+				t.Fatal("AdvanceN never finishes")
+			}
+		}
+		if marked != wantMarked || x.ExpiredPending() != want.ExpiredPending() {
+			t.Fatalf("limit %d: marked %d (pending %d), want %d (pending %d)", limit, marked, x.ExpiredPending(), wantMarked, want.ExpiredPending())
+		}
+		if limit == 1 && steps < wantMarked {
+			t.Fatalf("limit 1 took %d steps for %d items", steps, wantMarked)
+		}
+		gone := func(f uint32) bool { return f%2 == 1 }
+		wantPurged := want.PurgeExpired(gone)
+		purged := 0
+		for done := false; !done; {
+			var p int
+			p, done = x.PurgeExpiredN(gone, limit)
+			purged += p
+		}
+		if purged != wantPurged || x.Len() != want.Len() {
+			t.Fatalf("limit %d: purged %d (len %d), want %d (len %d)", limit, purged, x.Len(), wantPurged, want.Len())
+		}
+	}
+}

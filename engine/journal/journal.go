@@ -387,22 +387,25 @@ func (j *Journal) segmentPath(seq uint64) string {
 
 // TruncateFront drops the journal files whose entries all come before seq.
 // The file that holds seq stays whole, so entries before seq may remain;
-// Replay callers start from seq themselves. Files are removed with the log
-// closed and then reopened, never rewritten: tidwall's own TruncateFront
-// copies and fsyncs the segment holding seq (up to SegmentSize) while every
-// Append waits, where this only waits for tidwall to reload the tail.
+// Replay callers start from seq themselves.
+//
+// The files are removed from under tidwall without telling it: tidwall
+// reads a segment file only for Read (which the journal no longer calls
+// for entries before FirstSeq) and lists the folder afresh at the next
+// Open. tidwall's own TruncateFront would copy and fsync the segment that
+// holds seq (up to SegmentSize) while every Append waits; here Append
+// waits for nothing: the removals and the folder fsync happen outside the
+// lock.
 func (j *Journal) TruncateFront(seq uint64) error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if err := j.usable(); err != nil {
+		j.mu.Unlock()
 		return err
 	}
 	l, err := listDir(j.dir)
 	if err != nil {
+		j.mu.Unlock()
 		return j.fail(err)
-	}
-	if l.startSeq != 0 || l.hasEnd {
-		return nil // tidwall is settling a truncation of its own; leave it be
 	}
 	keep := 0 // the file holding seq: the last one starting at or before it
 	for i, f := range l.segments {
@@ -410,30 +413,32 @@ func (j *Journal) TruncateFront(seq uint64) error {
 			keep = i
 		}
 	}
-	if keep == 0 {
-		return nil
+	if l.startSeq != 0 || l.hasEnd || keep == 0 || l.segments[keep].seq <= j.first.Load() {
+		j.mu.Unlock()
+		return nil // nothing whole to drop, or tidwall is settling a truncation of its own
 	}
-	if err := j.log.Close(); err != nil {
-		return j.fail(err)
-	}
+	j.first.Store(l.segments[keep].seq)
+	j.mu.Unlock()
+
+	var removed int64
 	for _, f := range l.segments[:keep] {
-		if err := os.Remove(filepath.Join(j.dir, f.name)); err != nil {
-			return j.fail(err)
+		if err := os.Remove(filepath.Join(j.dir, f.name)); err != nil && !os.IsNotExist(err) {
+			return j.lockAndFail(err)
 		}
+		removed += f.size
 	}
 	if err := syncDir(j.dir); err != nil {
-		return j.fail(err)
+		return j.lockAndFail(err)
 	}
-	log, err := openLog(j.dir, j.opts)
-	if err != nil {
-		return j.fail(err)
-	}
-	j.log = log
-	j.first.Store(l.segments[keep].seq)
-	if err := j.relist(); err != nil {
-		return j.fail(err)
-	}
+	j.size.Add(-removed)
 	return nil
+}
+
+// lockAndFail marks the journal failed from outside the lock.
+func (j *Journal) lockAndFail(err error) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.fail(err)
 }
 
 // Sync makes every appended entry durable: it fsyncs the tail segment file
