@@ -1,0 +1,214 @@
+package engine
+
+// The reference model of spec/TTL.md used by TestModel (model_test.go).
+//
+// It is written from the spec alone, independently of the engine: it imports
+// neither policy nor index, and it does not compute expiry instants from a
+// policy history. Instead it keeps, per container, the current DefaultTTL
+// and, per item, its body, _ts, own ttl and etag, and it deletes an item the
+// moment the model observes it expired (mdlModel.sweep). sweep runs at every
+// step, after every clock move and on both sides of every DefaultTTL change,
+// so "expiry is final" holds by construction: once gone, an item can only
+// come back through a new write.
+
+import (
+	"errors"
+	"sort"
+)
+
+// mdlTTLOff is the DefaultTTL value of the model meaning "absent" (TTL off).
+// Item ttl 0 likewise means "no ttl property"; both are invalid as values.
+const mdlTTLOff = 0
+
+// mdlItem is a live item of the model.
+type mdlItem struct {
+	body map[string]any // user properties (id, ttl and the rest), no _ts/_etag
+	ts   int64
+	ttl  int32 // 0 absent, -1, or 1..2147483647
+	etag string
+}
+
+// mdlCont is one container of the model.
+type mdlCont struct {
+	dttl  int64 // mdlTTLOff, -1 or n
+	items map[string]*mdlItem
+	// etags lists every etag the engine issued per id in this incarnation of
+	// the container, oldest first: an etag may never be issued twice for an id.
+	etags map[string][]string
+	// ghosts are the items that expired (not deleted or overwritten since),
+	// kept only to count how often a DefaultTTL change would bring one back
+	// under a rule that forgot "expiry is final" (mdlModel.traps).
+	ghosts map[string]*mdlItem
+}
+
+func newMdlCont(dttl int64) *mdlCont {
+	return &mdlCont{dttl: dttl, items: map[string]*mdlItem{}, etags: map[string][]string{}, ghosts: map[string]*mdlItem{}}
+}
+
+// mdlModel is the whole reference state.
+type mdlModel struct {
+	// now is the engine time the model expects: the maximum wall-clock second
+	// the engine has been shown so far (the clock never runs backwards).
+	now   int64
+	conts []*mdlCont // by container index; nil when the container does not exist
+
+	expirations int // items the model saw expire
+	traps       int // DefaultTTL changes after which an expired item would be live again but for "expiry is final"
+}
+
+// mdlLifetime is the effective TTL table of spec/TTL.md: the number of
+// seconds after _ts at which the item expires, and whether it expires at all.
+func mdlLifetime(dttl int64, ttl int32) (int64, bool) {
+	if dttl == mdlTTLOff { // TTL off: nothing expires, item ttl ignored
+		return 0, false
+	}
+	switch {
+	case ttl == -1: // never, whatever the default
+		return 0, false
+	case ttl > 0: // the item's own ttl, under default -1 or n alike
+		return int64(ttl), true
+	case dttl == -1: // no own ttl, default -1: never
+		return 0, false
+	default: // no own ttl, default n
+		return dttl, true
+	}
+}
+
+// mdlExpired says whether it is expired at now under default dttl. The sum
+// is computed in 64 bits.
+func mdlExpired(it *mdlItem, dttl, now int64) bool {
+	life, ok := mdlLifetime(dttl, it.ttl)
+	return ok && it.ts+life <= now
+}
+
+// sweep removes, for good, every item that is expired at m.now under its
+// container's current DefaultTTL.
+func (m *mdlModel) sweep() {
+	for _, c := range m.conts {
+		if c == nil {
+			continue
+		}
+		for id, it := range c.items {
+			if mdlExpired(it, c.dttl, m.now) {
+				delete(c.items, id)
+				c.ghosts[id] = it
+				m.expirations++
+			}
+		}
+	}
+}
+
+// observe moves the model's now to the wall-clock second wall if that is
+// later, and sweeps.
+func (m *mdlModel) observe(wall int64) {
+	if wall > m.now {
+		m.now = wall
+	}
+	m.sweep()
+}
+
+// setDefaultTTL changes container k's DefaultTTL at m.now: what expired under
+// the old one is gone first, then the new one applies retroactively.
+func (m *mdlModel) setDefaultTTL(k int, dttl int64) {
+	m.sweep()
+	c := m.conts[k]
+	c.dttl = dttl
+	for id, g := range c.ghosts {
+		if c.items[id] == nil && !mdlExpired(g, dttl, m.now) {
+			m.traps++
+		}
+	}
+	m.sweep()
+}
+
+// expect is the outcome the spec gives a write of kind to id, with an IfMatch
+// etag when hasEtag: nil or one of the sentinels.
+func (c *mdlCont) expect(kind mdlKind, id string, hasEtag bool, etag string) error {
+	cur := c.items[id]
+	switch kind {
+	case mdlCreate:
+		if cur != nil {
+			return ErrConflict
+		}
+		if hasEtag {
+			return ErrPreconditionFailed
+		}
+	case mdlUpsert:
+		if hasEtag && (cur == nil || cur.etag != etag) {
+			return ErrPreconditionFailed
+		}
+	case mdlReplace, mdlDelete:
+		if cur == nil {
+			return ErrNotFound
+		}
+		if hasEtag && cur.etag != etag {
+			return ErrPreconditionFailed
+		}
+	default:
+		return errors.New("mdl: not a write")
+	}
+	return nil
+}
+
+// ids returns the live ids of c in order.
+func (c *mdlCont) ids() []string {
+	ids := make([]string, 0, len(c.items))
+	for id := range c.items {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// lastEtag returns the newest etag issued for id, if any.
+func (c *mdlCont) lastEtag(id string) (string, bool) {
+	l := c.etags[id]
+	if len(l) == 0 {
+		return "", false
+	}
+	return l[len(l)-1], true
+}
+
+// staleEtag returns the newest etag issued for id that is not its current one.
+func (c *mdlCont) staleEtag(id string) (string, bool) {
+	cur := ""
+	if it := c.items[id]; it != nil {
+		cur = it.etag
+	}
+	l := c.etags[id]
+	for i := len(l) - 1; i >= 0; i-- {
+		if l[i] != cur {
+			return l[i], true
+		}
+	}
+	return "", false
+}
+
+// issued reports whether etag was already issued for id.
+func (c *mdlCont) issued(id, etag string) bool {
+	for _, e := range c.etags[id] {
+		if e == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// nextExpiry returns the earliest instant after now at which a live item
+// expires under its container's current DefaultTTL, if any. The runner uses
+// it only to choose clock moves that land on expiry instants.
+func (m *mdlModel) nextExpiry() (int64, bool) {
+	var next int64
+	found := false
+	for _, c := range m.conts {
+		if c == nil {
+			continue
+		}
+		for _, it := range c.items {
+			if life, ok := mdlLifetime(c.dttl, it.ttl); ok && (!found || it.ts+life < next) {
+				next, found = it.ts+life, true
+			}
+		}
+	}
+	return next, found
+}
