@@ -544,6 +544,9 @@ func (r *mdlRun) options(op mdlOp) *Options {
 		BlockSize:          1 << 10,
 		JournalSegmentSize: 256 << 10,
 		Compression:        op.comp,
+		// The background compactor runs often, concurrently with the ops:
+		// what it drops or rewrites must never change what a read sees.
+		CompactionInterval: 2 * time.Millisecond,
 	}
 }
 
