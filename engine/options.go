@@ -38,7 +38,9 @@ type Options struct {
 	SealThreshold int64
 
 	// BlockSize is the uncompressed size of a segment block, the unit that is
-	// compressed, checksummed and cached. Default 32 KiB.
+	// compressed, checksummed and cached: a point read that misses the cache
+	// decompresses one block. Default 8 KiB (4.5x the uncached reads/s of
+	// 32 KiB blocks, for a slightly larger file).
 	BlockSize int
 
 	// Compression is the codec of segment blocks. Default zstd.
@@ -108,7 +110,7 @@ func (o *Options) withDefaults() Options {
 		out.SealThreshold = 16 << 20
 	}
 	if out.BlockSize <= 0 {
-		out.BlockSize = 32 << 10
+		out.BlockSize = 8 << 10
 	}
 	if out.BlockCacheSize <= 0 {
 		out.BlockCacheSize = 64 << 20
