@@ -37,13 +37,7 @@ func (db *DB) compactLoop() {
 			return
 		case <-tick.C:
 		}
-		db.mu.RLock()
-		cs := make([]*Container, 0, len(db.byNum))
-		for _, c := range db.byNum {
-			cs = append(cs, c)
-		}
-		db.mu.RUnlock()
-		for _, c := range cs {
+		for _, c := range db.containerList() {
 			if err := c.compactStep(ctx, b.wait); err != nil && ctx.Err() == nil &&
 				!errors.Is(err, ErrNotFound) && !errors.Is(err, ErrClosed) {
 				db.log.Error("ebb: background compaction failed; will retry", "container", c.ID(), "err", err)
@@ -70,10 +64,7 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 	memDead := c.mem.bytes > 0 && 2*memLive < c.mem.bytes && (memLive == 0 || c.mem.bytes >= minSealFileBytes)
 	c.mu.Unlock()
 	if memDead {
-		select {
-		case db.sealKick <- struct{}{}:
-		default:
-		}
+		db.kickSeal()
 	}
 	plan := compactor.Pick(files, compactor.PickOptions{RewriteThreshold: db.opts.RewriteThreshold})
 	if len(plan.Drop) == 0 && len(plan.Rewrite) == 0 {

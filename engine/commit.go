@@ -214,10 +214,7 @@ outer:
 		r.finish(nil)
 	}
 	if db.memBytes.Load() >= db.opts.SealThreshold {
-		select {
-		case db.sealKick <- struct{}{}:
-		default:
-		}
+		db.kickSeal()
 	}
 	return rest
 }

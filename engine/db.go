@@ -255,6 +255,17 @@ func (db *DB) DeleteContainer(ctx context.Context, id string) error {
 	})
 }
 
+// containerList returns the open containers, in no order.
+func (db *DB) containerList() []*Container {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	cs := make([]*Container, 0, len(db.byNum))
+	for _, c := range db.byNum {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
 // saveManifest writes the manifest from the current state.
 func (db *DB) saveManifest() error {
 	db.mu.RLock()

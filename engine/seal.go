@@ -63,10 +63,7 @@ func (db *DB) waitForRoom(ctx context.Context) error {
 		if serr != nil {
 			return fmt.Errorf("ebb: write refused: %d bytes wait to be sealed and sealing failed: %w", db.memBytes.Load(), serr)
 		}
-		select {
-		case db.sealKick <- struct{}{}:
-		default:
-		}
+		db.kickSeal()
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -76,6 +73,14 @@ func (db *DB) waitForRoom(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// kickSeal asks the sealer for a seal, unless one is already asked for.
+func (db *DB) kickSeal() {
+	select {
+	case db.sealKick <- struct{}{}:
+	default:
+	}
 }
 
 // roomMade wakes writers waiting for room after a seal attempt.
@@ -131,13 +136,7 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 
 // sealFrozen seals every frozen memtable.
 func (db *DB) sealFrozen() error {
-	db.mu.RLock()
-	cs := make([]*Container, 0, len(db.byNum))
-	for _, c := range db.byNum {
-		cs = append(cs, c)
-	}
-	db.mu.RUnlock()
-	for _, c := range cs {
+	for _, c := range db.containerList() {
 		if err := c.sealFrozen(); err != nil {
 			return err
 		}
