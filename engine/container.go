@@ -289,9 +289,10 @@ func (c *Container) advanceInSteps(now int64) {
 // purgeInSteps forgets the expired items whose records were in the files
 // gone, a step at a time.
 func (c *Container) purgeInSteps(gone map[uint32]bool) {
+	from := uint32(0)
 	for done := false; !done; {
 		c.mu.Lock()
-		_, done = c.idx.PurgeExpiredN(func(file uint32) bool { return gone[file] }, purgeChunk)
+		_, from, done = c.idx.PurgeExpiredN(func(file uint32) bool { return gone[file] }, purgeChunk, from)
 		c.mu.Unlock()
 	}
 }

@@ -186,29 +186,30 @@ func (x *Index) Recompute() {
 // the files for which gone returns true, after the compactor removed those
 // records from disk. It returns how many it forgot.
 func (x *Index) PurgeExpired(gone func(file uint32) bool) int {
-	n, _ := x.PurgeExpiredN(gone, 0)
+	n, _, _ := x.PurgeExpiredN(gone, 0, 0)
 	return n
 }
 
-// PurgeExpiredN is PurgeExpired in steps of at most limit items (limit <=
-// 0: all); it reports whether it is done. Between steps the items not yet
-// purged stay marked expired: invisible, as they should be.
-func (x *Index) PurgeExpiredN(gone func(file uint32) bool, limit int) (purged int, done bool) {
+// PurgeExpiredN is PurgeExpired in steps: it looks at the expired slots
+// from slot from on and forgets at most limit of them (limit <= 0: all). It
+// returns where the next step starts and whether it is done. Between steps
+// the items not yet purged stay marked expired: invisible, as they should
+// be.
+func (x *Index) PurgeExpiredN(gone func(file uint32) bool, limit int, from uint32) (purged int, next uint32, done bool) {
 	var batch []uint32
 	it := x.expired.Iterator()
+	it.AdvanceIfNeeded(from)
+	done = true
 	for it.HasNext() {
 		n := it.Next()
-		if gone(x.slots.at(n).Loc.File) {
-			if limit > 0 && len(batch) == limit {
-				done = false
-				break
-			}
-			batch = append(batch, n)
+		if !gone(x.slots.at(n).Loc.File) {
+			continue
 		}
-		done = !it.HasNext()
-	}
-	if x.expired.IsEmpty() {
-		done = true
+		if limit > 0 && len(batch) == limit {
+			next, done = n, false
+			break
+		}
+		batch = append(batch, n)
 	}
 	for _, n := range batch {
 		_, pos, _ := x.ids.find(x.slots.at(n).ID, x.slots)
@@ -216,7 +217,7 @@ func (x *Index) PurgeExpiredN(gone func(file uint32) bool, limit int) (purged in
 		x.expired.Remove(n)
 		x.release(n)
 	}
-	return len(batch), done
+	return len(batch), next, done
 }
 
 // Live returns the slots of the items live at now, sorted by id: a snapshot

@@ -255,10 +255,10 @@ func TestAdvanceAndPurgeInSteps(t *testing.T) {
 		}
 		gone := func(f uint32) bool { return f%2 == 1 }
 		wantPurged := want.PurgeExpired(gone)
-		purged := 0
+		purged, from := 0, uint32(0)
 		for done := false; !done; {
 			var p int
-			p, done = x.PurgeExpiredN(gone, limit)
+			p, from, done = x.PurgeExpiredN(gone, limit, from)
 			purged += p
 		}
 		if purged != wantPurged || x.Len() != want.Len() {
