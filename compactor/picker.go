@@ -17,6 +17,11 @@ type FileStats struct {
 	// id whose older version is in a file still on disk, so dropping the
 	// file whole could bring that older version back at the next open.
 	HidesLive bool
+	// ExpiresBy is the instant by which every record of the file will have
+	// expired, as far as was known when it was written (math.MaxInt64 when
+	// unknown or never). A hint only: it decides when to rewrite, never
+	// what a rewrite keeps.
+	ExpiresBy int64
 }
 
 // deadShare is the share of the file's raw bytes that no reader needs.
@@ -41,6 +46,12 @@ type PickOptions struct {
 	// MaxRewriteBytes bounds the input (file bytes) of one rewrite group, so
 	// that one step of compaction stays short. Default 64 MiB.
 	MaxRewriteBytes int64
+	// Now is the current instant, and WaitHorizon how many seconds ahead a
+	// file's ExpiresBy may be for the picker to wait for it to die whole
+	// rather than rewrite it: rewriting data that expires in a moment is
+	// write amplification for nothing. Default 60 s.
+	Now         int64
+	WaitHorizon int64
 }
 
 func (o PickOptions) withDefaults() PickOptions {
@@ -55,6 +66,9 @@ func (o PickOptions) withDefaults() PickOptions {
 	}
 	if o.MaxRewriteBytes <= 0 {
 		o.MaxRewriteBytes = 64 << 20
+	}
+	if o.WaitHorizon <= 0 {
+		o.WaitHorizon = 60
 	}
 	return o
 }
@@ -73,6 +87,7 @@ type Plan struct {
 // unless it may hide older versions elsewhere; then it is rewritten (keeping
 // just the tombstones it needs), but a file of tombstones alone is left
 // until what it hides is gone, since rewriting it would change nothing. A
+// file whose records all expire within WaitHorizon is left to die whole. A
 // file whose dead share passes the threshold is rewritten; small files are
 // merged once there are enough of them. Rewrites go most-dead first, in
 // groups bounded by MaxRewriteBytes.
@@ -84,6 +99,10 @@ func Pick(files []FileStats, opts PickOptions) Plan {
 		switch {
 		case f.LiveRecords == 0 && !f.HidesLive:
 			plan.Drop = append(plan.Drop, f.Num)
+		case f.ExpiresBy > o.Now && f.ExpiresBy-o.WaitHorizon <= o.Now:
+			// Everything in it expires within the horizon: it will be
+			// dropped whole then, at no cost. (Once that instant has
+			// passed the hint no longer holds it back.)
 		case f.LiveRecords == 0 && f.Puts == 0:
 			// Only tombstones, all still needed: nothing to gain yet,
 			// beyond merging it with other small files.

@@ -13,8 +13,8 @@ import (
 // TestPicker runs the data-driven cases in testdata/picker: each file lists
 // segment stats and the plan the picker must make.
 //
-//	options rewrite=0.5 small=1048576 minmerge=4 max=67108864
-//	file <num> bytes=<n> raw=<n> live=<n> liverec=<n> puts=<n> hides=<yes|no>
+//	options rewrite=0.5 small=1048576 minmerge=4 max=67108864 now=<t> horizon=<s>
+//	file <num> bytes=<n> raw=<n> live=<n> liverec=<n> puts=<n> hides=<yes|no> expiresby=<t>
 //	drop <num>,<num>
 //	rewrite <num>,<num>        (one line per group, in order)
 func TestPicker(t *testing.T) {
@@ -67,14 +67,16 @@ func readPickerCase(t *testing.T, path string) ([]FileStats, PickOptions, Plan) 
 		switch fields[0] {
 		case "options":
 			r, _ := strconv.ParseFloat(kv["rewrite"], 64)
-			opts = PickOptions{RewriteThreshold: r, SmallFileBytes: num("small"), MinMerge: int(num("minmerge")), MaxRewriteBytes: num("max")}
+			opts = PickOptions{RewriteThreshold: r, SmallFileBytes: num("small"), MinMerge: int(num("minmerge")), MaxRewriteBytes: num("max"),
+				Now: num("now"), WaitHorizon: num("horizon")}
 		case "file":
 			n, err := strconv.ParseUint(fields[1], 10, 32)
 			if err != nil {
 				t.Fatalf("%s:%d: %v", path, line, err)
 			}
 			files = append(files, FileStats{Num: uint32(n), FileBytes: num("bytes"), RawBytes: num("raw"),
-				LiveBytes: num("live"), LiveRecords: num("liverec"), Puts: num("puts"), HidesLive: kv["hides"] == "yes"})
+				LiveBytes: num("live"), LiveRecords: num("liverec"), Puts: num("puts"), HidesLive: kv["hides"] == "yes",
+				ExpiresBy: num("expiresby")})
 		case "drop":
 			want.Drop = parseNums(t, fields[1:])
 		case "rewrite":

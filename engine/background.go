@@ -66,7 +66,7 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 	if memDead {
 		db.kickSeal()
 	}
-	plan := compactor.Pick(files, compactor.PickOptions{RewriteThreshold: db.opts.RewriteThreshold})
+	plan := compactor.Pick(files, compactor.PickOptions{RewriteThreshold: db.opts.RewriteThreshold, Now: now})
 	if len(plan.Drop) == 0 && len(plan.Rewrite) == 0 {
 		return nil
 	}
@@ -102,7 +102,7 @@ func (c *Container) fileStats() []compactor.FileStats {
 		out = append(out, compactor.FileStats{
 			Num: n, FileBytes: st.FileBytes, RawBytes: st.RawBytes,
 			LiveBytes: u.Bytes, LiveRecords: u.Records, Puts: st.Puts,
-			HidesLive: f.hidesAny(c.files),
+			HidesLive: f.hidesAny(c.files), ExpiresBy: f.expiresBy,
 		})
 	}
 	return out

@@ -57,6 +57,10 @@ type segFile struct {
 	ids    *compactor.IDFilter
 	minSeq uint64
 	hides  map[uint32]struct{}
+	// expiresBy is when every record in the file will have expired, as
+	// computed when it was written or opened (index.Never if some never
+	// do, 0 if unknown): the picker's hint to wait for a whole-file drop.
+	expiresBy int64
 }
 
 func newSegFile(num uint32, r *segment.Reader) *segFile {

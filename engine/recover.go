@@ -132,6 +132,11 @@ func (c *Container) loadFiles() error {
 		f.ids = compactor.NewIDFilter(len(entries))
 		for _, e := range entries {
 			f.ids.Add(e.ID)
+			expire := index.Never
+			if e.Op == segment.OpPut {
+				expire = c.history.ExpiresAt(e.TS, e.TTL)
+			}
+			f.expiresBy = max(f.expiresBy, expire)
 			cur, ok := c.idx.Get(e.ID)
 			switch tomb.apply(&e, cur.Seq, ok) {
 			case rebuildSkip:

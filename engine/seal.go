@@ -194,6 +194,9 @@ func (c *Container) sealFrozen() error {
 		if err != nil {
 			return fail(err)
 		}
+		for _, j := range group {
+			f.expiresBy = max(f.expiresBy, placed[j].Expire)
+		}
 		made = append(made, f)
 	}
 	if err := syncDir(filepath.Join(db.dir, segmentDir)); err != nil {
