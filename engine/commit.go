@@ -296,7 +296,7 @@ func (c *Container) applyRecord(rec segment.Record, size int) {
 		c.mem.add(rec, size, existed)
 		return
 	}
-	loc := index.Loc{File: index.MemFile | c.mem.gen, Off: uint32(len(c.mem.recs))}
+	loc := c.mem.nextLoc()
 	expire, replaced := c.idx.Put(index.Slot{ID: rec.ID, Loc: loc, Seq: rec.Seq, TS: rec.TS, TTL: rec.TTL, Size: uint32(size)})
 	c.mem.add(rec, size, replaced)
 	c.noteExpiry(expire)

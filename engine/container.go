@@ -237,15 +237,22 @@ func (c *Container) Stats() Stats {
 	}
 	c.advanceLocked(now)
 	items, live := c.idx.Count()
-	st := Stats{Items: items, LiveBytes: live, ExpiredPending: c.idx.ExpiredPending()}
+	segs, journal := c.diskBytesLocked()
+	return Stats{Items: items, LiveBytes: live, DiskBytes: segs + journal, ExpiredPending: c.idx.ExpiredPending()}
+}
+
+// diskBytesLocked is what the container holds on disk: its segment files'
+// bytes, and its records waiting in the journal (the memtables); c.mu is held.
+func (c *Container) diskBytesLocked() (segments, journal int64) {
 	for _, f := range c.files {
-		st.DiskBytes += f.r.Stats().FileBytes
+		segments += f.r.Stats().FileBytes
 	}
-	st.DiskBytes += c.mem.bytes
-	if c.frozen != nil {
-		st.DiskBytes += c.frozen.bytes
+	for _, m := range []*memtable{c.mem, c.frozen} {
+		if m != nil {
+			journal += m.bytes
+		}
 	}
-	return st
+	return segments, journal
 }
 
 // advanceLocked marks the items that expired by now; c.mu is held for writing.

@@ -44,7 +44,6 @@ type DB struct {
 	nextFile       uint32
 	nextContainer  uint32
 	journalFrom    uint64
-	clockSaved     int64
 	clockPersisted atomic.Int64 // high mark in the CLOCK file
 
 	commits  chan *commitReq
@@ -294,7 +293,6 @@ func (db *DB) saveManifestLocked() error {
 	if err := writeManifest(db.dir, m); err != nil {
 		return err
 	}
-	db.clockSaved = m.Clock
 	return nil
 }
 

@@ -1,10 +1,6 @@
 package engine
 
 import (
-	"os"
-	"sync/atomic"
-
-	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -26,12 +22,16 @@ type memtable struct {
 
 func newMemtable(gen uint32) *memtable { return &memtable{gen: gen} }
 
-// add appends r and returns its location.
-func (m *memtable) add(r segment.Record, size int, replaced bool) index.Loc {
+// nextLoc is where the next record added will be.
+func (m *memtable) nextLoc() index.Loc {
+	return index.Loc{File: index.MemFile | m.gen, Off: uint32(len(m.recs))}
+}
+
+// add appends r, which superseded an indexed version of its id if replaced.
+func (m *memtable) add(r segment.Record, size int, replaced bool) {
 	m.recs = append(m.recs, r)
 	m.replaced = append(m.replaced, replaced)
 	m.bytes += int64(size)
-	return index.Loc{File: index.MemFile | m.gen, Off: uint32(len(m.recs) - 1)}
 }
 
 // at returns the record at loc, if loc points into m.
@@ -40,71 +40,4 @@ func (m *memtable) at(loc index.Loc) (*segment.Record, bool) {
 		return nil, false
 	}
 	return &m.recs[loc.Off], true
-}
-
-// segFile is an open segment file shared by readers. A reader takes a
-// reference under the container's lock before it reads, so the compactor
-// can swap the file out at any moment: the last reference closes it.
-type segFile struct {
-	num  uint32
-	r    *segment.Reader
-	refs atomic.Int32 // one for the container's map, one per reader in flight
-
-	// What compaction needs to drop or rewrite the file without bringing an
-	// older version of an item back (see compactor): a filter of the ids in
-	// it, its lowest sequence, and the files that may hold older versions
-	// of its ids (guarded by the container's lock).
-	ids    *compactor.IDFilter
-	minSeq uint64
-	hides  map[uint32]struct{}
-	// expiresBy is when every record in the file will have expired, as
-	// computed when it was written or opened (index.Never if some never
-	// do, 0 if unknown): the picker's hint to wait for a whole-file drop.
-	expiresBy int64
-}
-
-func newSegFile(num uint32, r *segment.Reader) *segFile {
-	f := &segFile{num: num, r: r, minSeq: r.Stats().MinSeq, hides: map[uint32]struct{}{}}
-	f.refs.Store(1)
-	return f
-}
-
-// mayHoldOlder reports whether f may hold a version of id older than seq.
-func (f *segFile) mayHoldOlder(id string, seq uint64) bool {
-	return f.minSeq < seq && (f.ids == nil || f.ids.MayContain(id))
-}
-
-// noteHidden adds to f.hides every file of others that may hold a version
-// of id older than seq.
-func (f *segFile) noteHidden(id string, seq uint64, others map[uint32]*segFile) {
-	for n, g := range others {
-		if _, known := f.hides[n]; !known && g.mayHoldOlder(id, seq) {
-			f.hides[n] = struct{}{}
-		}
-	}
-}
-
-// hidesAny reports whether f may hide a version in a file of files.
-func (f *segFile) hidesAny(files map[uint32]*segFile) bool {
-	for n := range f.hides {
-		if files[n] != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func (f *segFile) acquire() { f.refs.Add(1) }
-
-func (f *segFile) release() {
-	if f.refs.Add(-1) == 0 {
-		f.r.Close()
-	}
-}
-
-// remove unlinks the file and drops the container's reference. Readers in
-// flight keep their open descriptor until they finish.
-func (f *segFile) remove() {
-	os.Remove(f.r.Path())
-	f.release()
 }

@@ -52,20 +52,18 @@ func (c *Container) Metrics() Metrics {
 	m.Items, m.LiveBytes = c.idx.Count()
 	m.ExpiredPending = c.idx.ExpiredPending()
 	m.Segments = len(c.files)
+	segs, journal := c.diskBytesLocked()
+	m.DiskBytes, m.JournalBytes = segs+journal, journal
 	for n, f := range c.files {
-		st := f.r.Stats()
-		m.DiskBytes += st.FileBytes
-		if st.RawBytes > 0 {
+		if st := f.r.Stats(); st.RawBytes > 0 {
 			m.LiveDiskBytes += c.idx.Usage(n).Bytes * st.FileBytes / st.RawBytes
 		}
 	}
 	for _, mt := range []*memtable{c.mem, c.frozen} {
 		if mt != nil {
-			m.JournalBytes += mt.bytes
 			m.LiveDiskBytes += c.idx.Usage(index.MemFile | mt.gen).Bytes
 		}
 	}
-	m.DiskBytes += m.JournalBytes
 	if m.LiveDiskBytes > 0 {
 		m.SpaceAmplification = float64(m.DiskBytes) / float64(m.LiveDiskBytes)
 	}

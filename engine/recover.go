@@ -35,7 +35,6 @@ func (db *DB) recover() error {
 	db.nextFile, db.nextContainer, db.journalFrom = m.NextFile, m.NextContainer, m.JournalFrom
 	floor := max(m.Clock, readClockFile(db.dir))
 	db.clock = newClock(db.opts.Clock, floor)
-	db.clockSaved = m.Clock
 	db.clockPersisted.Store(floor)
 
 	referenced := make(map[uint32]bool)

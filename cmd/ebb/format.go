@@ -134,6 +134,14 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// writeOutput writes rep to w as indented JSON, or with print as tables.
+func writeOutput[R any](w io.Writer, asJSON bool, rep R, print func(io.Writer, R) error) error {
+	if asJSON {
+		return writeJSON(w, rep)
+	}
+	return print(w, rep)
+}
+
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

@@ -47,13 +47,7 @@ added, never renamed or removed. Times are unix seconds, sizes bytes.`,
 			if err != nil {
 				return failed(err)
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				err = writeJSON(out, rep)
-			} else {
-				err = printReport(out, rep)
-			}
-			if err != nil {
+			if err := writeOutput(cmd.OutOrStdout(), asJSON, rep, printReport); err != nil {
 				return failed(err)
 			}
 			if len(rep.Errors) > 0 {

@@ -35,13 +35,7 @@ and verify reports it as a note.`,
 			if err != nil {
 				return failed(err)
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				err = writeJSON(out, rep)
-			} else {
-				err = printVerify(out, rep)
-			}
-			if err != nil {
+			if err := writeOutput(cmd.OutOrStdout(), asJSON, rep, printVerify); err != nil {
 				return failed(err)
 			}
 			if !rep.Clean() {
