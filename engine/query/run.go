@@ -1,0 +1,52 @@
+package query
+
+import "slices"
+
+// Run executes b over docs by brute force, the reference the engine's
+// indexed execution must agree with exactly: keep the docs that Match, sort
+// them by OrderKey with CompareOrder (ties and unordered queries by the
+// "id" property, ascending), Project, then apply Window to what is emitted (a COUNT query
+// returns its one CountResult). docs is not modified.
+func (b *Bound) Run(docs []Value) []Value {
+	type hit struct {
+		doc Value
+		id  string
+		key Value
+	}
+	var hits []hit
+	var n int64
+	for _, d := range docs {
+		if !b.Match(d) {
+			continue
+		}
+		if b.IsCount() {
+			if b.CountItem(d) {
+				n++
+			}
+			continue
+		}
+		hits = append(hits, hit{doc: d, id: d.Get("id").AsString(), key: b.OrderKey(d)})
+	}
+	if b.IsCount() {
+		return []Value{b.CountResult(n)}
+	}
+	_, desc, _ := b.OrderBy()
+	slices.SortStableFunc(hits, func(x, y hit) int { return CompareOrder(x.key, x.id, y.key, y.id, desc) })
+	skip, limit := b.Window()
+	var out []Value
+	for _, h := range hits {
+		if limit >= 0 && int64(len(out)) >= limit {
+			break
+		}
+		v, ok := b.Project(h.doc)
+		if !ok {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
