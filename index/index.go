@@ -18,6 +18,7 @@ type Index struct {
 	used     *roaring.Bitmap // slots holding an id
 	expired  *roaring.Bitmap // used slots whose item is marked expired
 	buckets  buckets
+	sec      secondary // secondary indexes: terms → slots (secondary.go)
 
 	live      int64 // items in use and not marked expired
 	liveBytes int64 // their record sizes
@@ -328,6 +329,7 @@ func (x *Index) alloc() uint32 {
 }
 
 func (x *Index) release(n uint32) {
+	x.sec.drop(n) // before the slot can be reused: it must not keep old terms
 	*x.slots.at(n) = Slot{}
 	x.used.Remove(n)
 	x.free = append(x.free, n)
