@@ -172,6 +172,44 @@ func (m *PathMatcher) Indexed(termPath string) bool {
 	return best >= 0 && !m.rules[best].exclude
 }
 
+// IndexedUnder reports whether the policy may index some term path at or
+// below prefix: prefix itself, or prefix followed by more segments ("" is
+// the root, above every path). False is definite, so a walk over a document
+// may skip the subtree at prefix; true may be conservative.
+func (m *PathMatcher) IndexedUnder(prefix string) bool { return indexedUnder(m, prefix) }
+
+// indexedUnder is IndexedUnder for a prefix held as a string or, by a
+// document walk, in a reused byte buffer.
+func indexedUnder[P string | []byte](m *PathMatcher, prefix P) bool {
+	// The strongest exclude rule that matches every path under prefix;
+	// nothing under prefix is indexed if no include rule that can match
+	// there beats it.
+	var ex *pathRule
+	for i := range m.rules {
+		r := &m.rules[i]
+		if r.exclude && r.wildcard && segmentPrefix(prefix, r.prefix) && (ex == nil || r.nsegs > ex.nsegs) {
+			ex = r
+		}
+	}
+	for i := range m.rules {
+		r := &m.rules[i]
+		if r.exclude || !(r.wildcard && segmentPrefix(prefix, r.prefix) || segmentPrefix(r.prefix, prefix)) {
+			continue
+		}
+		if ex == nil || r.nsegs > ex.nsegs || r.nsegs == ex.nsegs && !r.wildcard {
+			return true
+		}
+	}
+	return false
+}
+
+// segmentPrefix reports whether path is at or below prefix, in whole
+// segments, as pathRule.matches tests it.
+func segmentPrefix[P, Q string | []byte](path P, prefix Q) bool {
+	n := len(prefix)
+	return n == 0 || len(path) >= n && string(path[:n]) == string(prefix) && (len(path) == n || path[n] == '/')
+}
+
 func (r *pathRule) matches(termPath string) bool {
 	if !r.wildcard {
 		return termPath == r.prefix
