@@ -37,6 +37,9 @@ func (db *DB) compactLoop() {
 			return
 		case <-tick.C:
 		}
+		if db.failure.Load() != nil {
+			continue // read-only: the files stay as they are until reopened
+		}
 		for _, c := range db.containerList() {
 			if err := c.compactStep(ctx, b.wait); err != nil && ctx.Err() == nil &&
 				!errors.Is(err, ErrNotFound) && !errors.Is(err, ErrClosed) {

@@ -2,11 +2,15 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash/crc32"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // clock is the engine's notion of now, in whole unix seconds. It is the
@@ -66,7 +70,7 @@ func (db *DB) persistClock() error {
 	var b [12]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(h))
 	binary.LittleEndian.PutUint32(b[8:], crc32.Checksum(b[:8], castagnoli))
-	if err := writeFileAtomic(db.dir, clockName, b[:]); err != nil {
+	if err := writeFileAtomic(db.fs, db.dir, clockName, b[:]); err != nil {
 		return err
 	}
 	db.clockPersisted.Store(h)
@@ -74,12 +78,27 @@ func (db *DB) persistClock() error {
 }
 
 // readClockFile returns the high mark in dir's CLOCK file, or 0 if there is
-// none or it is damaged (the manifest and the records' _ts still bound the
-// clock from below).
+// none, it is damaged or it cannot be read (the manifest and the records'
+// _ts still bound the clock from below). The offline tools use it.
 func readClockFile(dir string) int64 {
-	b, err := os.ReadFile(filepath.Join(dir, clockName))
-	if err != nil || len(b) != 12 || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
-		return 0
+	h, _ := loadClockFile(vfs.OS, dir)
+	return h
+}
+
+// loadClockFile returns the high mark in dir's CLOCK file, or 0 if there is
+// none or it is damaged. An error reading it is returned: Open must not
+// lower the clock's floor because of a passing I/O error.
+func loadClockFile(fsys vfs.FS, dir string) (int64, error) {
+	path := filepath.Join(dir, clockName)
+	b, err := fsys.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
 	}
-	return int64(binary.LittleEndian.Uint64(b))
+	if err != nil {
+		return 0, fmt.Errorf("ebb: read %s: %w", path, err)
+	}
+	if len(b) != 12 || crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
+		return 0, nil
+	}
+	return int64(binary.LittleEndian.Uint64(b)), nil
 }

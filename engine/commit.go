@@ -86,7 +86,7 @@ func (db *DB) submit(ctx context.Context, req *commitReq) error {
 	// request sent under the read lock is always seen by the loop.
 	db.submitMu.RLock()
 	defer db.submitMu.RUnlock()
-	if err := db.usable(); err != nil {
+	if err := db.writable(); err != nil {
 		return err
 	}
 	select {
@@ -151,7 +151,7 @@ func (db *DB) drainCommits() {
 func (db *DB) runGroup(reqs []*commitReq) []*commitReq {
 	if f := db.failure.Load(); f != nil {
 		for _, r := range reqs {
-			r.finish(db.usable())
+			r.finish(db.writable())
 		}
 		return nil
 	}
@@ -203,9 +203,13 @@ outer:
 		err = fmt.Errorf("ebb: journal assigned seq %d, expected %d", first, group[0].seq)
 	}
 	if err != nil {
+		// Nothing of the group was applied: none of it is visible, and
+		// none of it is acknowledged. What reached the journal is unknown,
+		// so no later write may follow it (see ErrReadOnly).
 		db.fail(err)
+		err = fmt.Errorf("ebb: %d writes not committed: %w: %w", len(group), ErrReadOnly, err)
 		for _, r := range group {
-			r.finish(fmt.Errorf("%w: journal write failed: %w", ErrClosed, err))
+			r.finish(err)
 		}
 		return rest
 	}

@@ -27,7 +27,7 @@ const relocateChunk = 4096
 // never changes because of it.
 func (c *Container) Compact(ctx context.Context) error {
 	db := c.db
-	if err := db.usable(); err != nil {
+	if err := db.writable(); err != nil {
 		return err
 	}
 	db.sealMu.Lock()
@@ -80,7 +80,11 @@ func (c *Container) dropFiles(nums []uint32) error {
 	if len(dropped) == 0 {
 		return nil
 	}
-	if err := c.db.saveManifest(); err != nil {
+	err := c.db.journalDurable() // what made the records dead must outlive them
+	if err == nil {
+		err = c.db.saveManifest()
+	}
+	if err != nil {
 		c.mu.Lock()
 		for _, f := range dropped {
 			c.files[f.num] = f // still on disk, and nothing was forgotten
@@ -173,9 +177,8 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 	res, err := compactor.Rewrite(ctx, srcs, decide, compactor.Output{
 		Create: func() (*segment.Writer, uint32, string, error) {
 			num := db.allocFile()
-			path := db.segmentPath(num)
-			w, err := segment.Create(path, db.writerOptions(c.num))
-			return w, num, path, err
+			w, err := db.createSegment(num, c.num)
+			return w, num, db.segmentPath(num), err
 		},
 		MaxFileBytes: maxCompactedFileBytes,
 		Throttle:     throttle,
@@ -222,8 +225,13 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 	c.mu.Unlock()
 
 	// The manifest makes the swap durable; until it is written a crash
-	// reopens the old files and discards the new ones as orphans.
-	if err := db.saveManifest(); err != nil {
+	// reopens the old files and discards the new ones as orphans. What made
+	// the dropped records dead must be durable before they are gone.
+	err = db.journalDurable()
+	if err == nil {
+		err = db.saveManifest()
+	}
+	if err != nil {
 		for _, f := range inputs {
 			f.release() // the container's reference; the next open removes them
 		}
@@ -268,7 +276,7 @@ func (c *Container) openOutputs(res compactor.Result, outside map[uint32]*segFil
 		o.noteHidden(m.ID, m.Seq, outside)
 	}
 	c.mu.RUnlock()
-	if err := syncDir(filepath.Join(db.dir, segmentDir)); err != nil {
+	if err := db.syncDir(filepath.Join(db.dir, segmentDir)); err != nil {
 		return fail(err)
 	}
 	return outputs, nil

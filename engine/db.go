@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -28,6 +28,7 @@ const (
 type DB struct {
 	dir   string
 	opts  Options
+	fs    vfs.FS
 	log   *slog.Logger
 	lock  *dirLock
 	clock *clock
@@ -73,16 +74,17 @@ type DB struct {
 // same directory fails with ErrLocked until Close.
 func Open(dir string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
-	if err := os.MkdirAll(filepath.Join(dir, segmentDir), 0o755); err != nil {
+	if err := o.FS.MkdirAll(filepath.Join(dir, segmentDir), 0o755); err != nil {
 		return nil, fmt.Errorf("ebb: create %s: %w", dir, err)
 	}
-	lock, err := lockDir(dir)
+	lock, err := lockDir(o.FS, dir)
 	if err != nil {
 		return nil, err
 	}
 	db := &DB{
 		dir:        dir,
 		opts:       o,
+		fs:         o.FS,
 		log:        o.Logger,
 		lock:       lock,
 		cache:      segment.NewCache(o.BlockCacheSize),
@@ -112,7 +114,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 // Close stops background work, persists the highest time seen (so that a
 // clock found behind on the next Open cannot bring an expired item back),
 // closes the files and releases the directory. Calls after the first return
-// nil; operations on a closed DB return ErrClosed.
+// nil; operations on a closed DB return ErrClosed. After a journal failure
+// (ErrReadOnly) Close still releases everything, and returns the journal's
+// error.
 func (db *DB) Close() error {
 	db.closeMu.Lock()
 	defer db.closeMu.Unlock()
@@ -140,22 +144,31 @@ func (db *DB) closeFiles() {
 	}
 }
 
-// usable returns ErrClosed (wrapped with the cause) when the DB cannot serve.
+// usable returns ErrClosed when the DB cannot serve reads.
 func (db *DB) usable() error {
-	if f := db.failure.Load(); f != nil {
-		return fmt.Errorf("%w: after a failed journal write: %w", ErrClosed, *f)
-	}
 	if db.closed.Load() {
 		return ErrClosed
 	}
 	return nil
 }
 
-// fail takes the DB out of service after an I/O error that left the journal
-// in an unknown state. Reopening recovers everything acknowledged.
+// writable returns ErrClosed when the DB is closed, and ErrReadOnly (with
+// the journal's error) after a journal write failed.
+func (db *DB) writable() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if f := db.failure.Load(); f != nil {
+		return fmt.Errorf("%w (after: %w)", ErrReadOnly, *f)
+	}
+	return nil
+}
+
+// fail makes the DB read-only after an I/O error that left the journal in
+// an unknown state. Reopening recovers everything acknowledged.
 func (db *DB) fail(err error) {
 	if db.failure.CompareAndSwap(nil, &err) {
-		db.log.Error("ebb: database failed; reopen to recover", "err", err)
+		db.log.Error("ebb: journal write failed; writes are refused until the database is reopened", "err", err)
 	}
 }
 
@@ -290,7 +303,7 @@ func (db *DB) saveManifestLocked() error {
 	for _, n := range nums {
 		m.Containers = append(m.Containers, db.byNum[n].meta())
 	}
-	if err := writeManifest(db.dir, m); err != nil {
+	if err := writeManifest(db.fs, db.dir, m); err != nil {
 		return err
 	}
 	return nil

@@ -40,9 +40,15 @@ var (
 
 // Errors about the database itself.
 var (
-	// ErrClosed: the DB was closed, or a fatal I/O error (a failed journal
-	// write or fsync) took it out of service; reopen it to recover.
+	// ErrClosed: the DB was closed.
 	ErrClosed = errors.New("ebb: database closed")
+	// ErrReadOnly: a journal write or fsync failed, so what reached the
+	// disk is unknown (the request that hit it gets this error too, with
+	// the cause). The DB refuses writes from then on, while reads, queries,
+	// Items and Stats go on from memory and segment files; Close it and
+	// Open it again, once the fault is gone, to recover every acknowledged
+	// write.
+	ErrReadOnly = errors.New("ebb: writes refused after a journal I/O failure; reopen to recover")
 	// ErrCorrupt: bytes on disk fail their checksum or cannot be decoded.
 	// ebb never returns wrong data in its place and never skips it silently.
 	ErrCorrupt = segment.ErrCorrupt

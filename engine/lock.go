@@ -6,16 +6,19 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // dirLock is an exclusive advisory lock on a database directory. flock locks
 // belong to an open file description, so a second Open of the same directory
 // fails whether it comes from this process or another.
-type dirLock struct{ f *os.File }
+type dirLock struct{ f vfs.File }
 
-func lockDir(dir string) (*dirLock, error) {
+// lockDir opens dir's LOCK file through fsys and flocks it.
+func lockDir(fsys vfs.FS, dir string) (*dirLock, error) {
 	path := filepath.Join(dir, "LOCK")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("ebb: open lock file: %w", err)
 	}
@@ -36,11 +39,9 @@ func (l *dirLock) release() error {
 
 // syncDir fsyncs a directory so that files created, renamed or removed in it
 // survive a crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+func (db *DB) syncDir(dir string) error {
+	if err := db.fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }

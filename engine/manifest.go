@@ -3,12 +3,12 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
 
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -73,9 +73,12 @@ func fromHistory(h policy.History) []historyEntry {
 }
 
 // readManifest loads dir's manifest; os.ErrNotExist when there is none.
-func readManifest(dir string) (*manifest, error) {
+func readManifest(dir string) (*manifest, error) { return loadManifest(vfs.OS, dir) }
+
+// loadManifest is readManifest through fsys.
+func loadManifest(fsys vfs.FS, dir string) (*manifest, error) {
 	path := filepath.Join(dir, manifestName)
-	b, err := os.ReadFile(path)
+	b, err := fsys.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -120,36 +123,46 @@ func encodeManifest(m *manifest) ([]byte, error) {
 }
 
 // writeManifest replaces dir's manifest atomically and durably.
-func writeManifest(dir string, m *manifest) error {
+func writeManifest(fsys vfs.FS, dir string, m *manifest) error {
 	b, err := encodeManifest(m)
 	if err != nil {
 		return fmt.Errorf("ebb: encode manifest: %w", err)
 	}
-	if err := writeFileAtomic(dir, manifestName, b); err != nil {
+	if err := writeFileAtomic(fsys, dir, manifestName, b); err != nil {
 		return fmt.Errorf("ebb: write manifest: %w", err)
 	}
 	return nil
 }
 
 // writeFileAtomic writes name in dir through a temporary file, fsync and
-// rename, then fsyncs dir.
-func writeFileAtomic(dir, name string, b []byte) error {
+// rename, then fsyncs dir. When it fails before the rename, name is as it
+// was and the temporary file is removed. A failed fsync of dir after the
+// rename leaves the new file in place but perhaps not durable: a crash may
+// bring back either version, each whole.
+func writeFileAtomic(fsys vfs.FS, dir, name string, b []byte) error {
 	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	_, werr := f.Write(b)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp)
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		fsys.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
+	if err := fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
-	return syncDir(dir)
+	return nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

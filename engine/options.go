@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/segment"
 )
 
@@ -67,6 +68,13 @@ type Options struct {
 
 	// Logger receives repairs and background decisions. Default: discard.
 	Logger *slog.Logger
+
+	// FS is the file layer under the database: every file operation on its
+	// own files goes through it, and the journal reports tidwall/wal's
+	// writes and fsyncs to it when it implements vfs.Hook. It exists mainly
+	// for tests, which inject I/O errors (vfs.FaultFS) or simulate power
+	// loss (vfs.CrashFS), like pebble's Options.FS. Default: vfs.OS.
+	FS vfs.FS
 }
 
 // Compression chooses the codec of segment blocks.
@@ -127,5 +135,6 @@ func (o *Options) withDefaults() Options {
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	out.FS = vfs.Default(out.FS)
 	return out
 }

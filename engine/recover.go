@@ -18,7 +18,7 @@ import (
 // file's index block (never its data blocks), then the journal from where
 // the manifest says sealed records end.
 func (db *DB) recover() error {
-	m, err := readManifest(db.dir)
+	m, err := loadManifest(db.fs, db.dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if err := db.checkEmpty(); err != nil {
@@ -26,14 +26,18 @@ func (db *DB) recover() error {
 		}
 		m = &manifest{NextFile: 1, NextContainer: 1, JournalFrom: 1}
 		db.clock = newClock(db.opts.Clock, 0)
-		if err := writeManifest(db.dir, m); err != nil {
+		if err := writeManifest(db.fs, db.dir, m); err != nil {
 			return err
 		}
 	case err != nil:
 		return fmt.Errorf("ebb: open %s: %w", db.dir, err)
 	}
 	db.nextFile, db.nextContainer, db.journalFrom = m.NextFile, m.NextContainer, m.JournalFrom
-	floor := max(m.Clock, readClockFile(db.dir))
+	clockFile, err := loadClockFile(db.fs, db.dir)
+	if err != nil {
+		return err
+	}
+	floor := max(m.Clock, clockFile)
 	db.clock = newClock(db.opts.Clock, floor)
 	db.clockPersisted.Store(floor)
 
@@ -78,6 +82,7 @@ func (db *DB) recover() error {
 		SegmentSize: db.opts.JournalSegmentSize,
 		NoSync:      db.opts.NoSync,
 		Logger:      db.log,
+		FS:          db.fs,
 	})
 	if err != nil {
 		return fmt.Errorf("ebb: open journal: %w", err)
@@ -102,7 +107,7 @@ func (db *DB) recover() error {
 // one whose manifest is missing: that would lose its data.
 func (db *DB) checkEmpty() error {
 	for _, sub := range []string{journalDir, segmentDir} {
-		ents, err := os.ReadDir(filepath.Join(db.dir, sub))
+		ents, err := db.fs.ReadDir(filepath.Join(db.dir, sub))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("ebb: open %s: %w", db.dir, err)
 		}
@@ -195,7 +200,7 @@ func (db *DB) replay() error {
 // of one that crashed after it.
 func (db *DB) removeOrphans(referenced map[uint32]bool) error {
 	dir := filepath.Join(db.dir, segmentDir)
-	ents, err := os.ReadDir(dir)
+	ents, err := db.fs.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("ebb: open %s: %w", dir, err)
 	}
@@ -206,14 +211,14 @@ func (db *DB) removeOrphans(referenced map[uint32]bool) error {
 		if strings.HasSuffix(name, ".seg") && err == nil && referenced[uint32(num)] {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+		if err := db.fs.Remove(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("ebb: remove orphan %s: %w", name, err)
 		}
 		db.log.Info("ebb: removed orphan segment file", "file", name)
 		removed++
 	}
 	if removed > 0 {
-		return syncDir(dir)
+		return db.syncDir(dir)
 	}
 	return nil
 }

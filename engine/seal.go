@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebbdb/ebb/compactor"
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -23,30 +24,52 @@ import (
 // holding every record: files not named by the manifest are removed at open.
 
 // sealLoop seals in the background when the commit loop asks, and persists
-// the clock's high mark once a second when it has moved.
+// the clock's high mark once a second when it has moved (a failed write of
+// the CLOCK file is retried at the next tick). After a failed seal it
+// retries on its own, waiting longer after each failure (sealRetryMin
+// doubling up to sealRetryMax), and ignores the commit loop's requests
+// meanwhile, so that a failing disk is not hammered by every commit group.
 func (db *DB) sealLoop() {
 	defer db.workers.Done()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	kick := db.sealKick
+	var retry <-chan time.Time
+	var backoff time.Duration
 	for {
 		select {
 		case <-db.quit:
 			return
-		case <-db.sealKick:
-			db.sealMu.Lock()
-			err := db.sealNowLocked(context.Background())
-			db.sealMu.Unlock()
-			if err != nil && !errors.Is(err, ErrClosed) {
-				db.log.Error("ebb: seal failed; records stay in the journal", "err", err)
-			}
-			db.roomMade(err)
+		case <-kick:
+		case <-retry:
 		case <-tick.C:
 			if err := db.persistClock(); err != nil {
-				db.log.Warn("ebb: persist clock", "err", err)
+				db.log.Warn("ebb: persist clock; will retry", "err", err)
 			}
+			continue
+		}
+		db.sealMu.Lock()
+		err := db.sealNowLocked(context.Background())
+		db.sealMu.Unlock()
+		db.roomMade(err)
+		kick, retry = db.sealKick, nil
+		switch {
+		case err == nil:
+			backoff = 0
+		case errors.Is(err, ErrClosed) || errors.Is(err, ErrReadOnly):
+		default:
+			backoff = min(max(2*backoff, sealRetryMin), sealRetryMax)
+			db.log.Error("ebb: seal failed; records stay in the journal and memtables, will retry", "in", backoff, "err", err)
+			kick, retry = nil, time.After(backoff)
 		}
 	}
 }
+
+// The wait before sealing again after a failed seal.
+const (
+	sealRetryMin = 10 * time.Millisecond
+	sealRetryMax = 2 * time.Second
+)
 
 // memLimit is how many bytes memtables may hold before writers wait for a
 // seal: a few seals' worth, so that a slow disk slows writers down instead
@@ -94,6 +117,9 @@ func (db *DB) roomMade(err error) {
 
 // sealNowLocked seals every container's memtable; db.sealMu is held.
 func (db *DB) sealNowLocked(ctx context.Context) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
 	// A memtable frozen by a seal that failed is sealed first.
 	if err := db.sealFrozen(); err != nil {
 		return err
@@ -122,6 +148,10 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 	if err := db.sealFrozen(); err != nil {
 		return err
 	}
+	// The manifest is about to say that the journal reaches past through.
+	if err := db.journalDurable(); err != nil {
+		return err
+	}
 	db.manMu.Lock()
 	db.journalFrom = through + 1
 	db.manMu.Unlock()
@@ -130,6 +160,23 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 	}
 	if err := db.jnl.TruncateFront(through + 1); err != nil {
 		return fmt.Errorf("ebb: truncate journal: %w", err)
+	}
+	return nil
+}
+
+// journalDurable makes every journal entry written so far durable. With
+// Options.NoSync entries are acknowledged before they are, so a seal or a
+// compaction calls it before its manifest write relies on them: a seal
+// moves the replay start past them (a power loss would otherwise leave a
+// journal that ends before it), and a compaction deletes the older versions
+// they supersede (a power loss would otherwise lose both the newer version
+// and the older one, leaving a state that never was).
+func (db *DB) journalDurable() error {
+	if !db.opts.NoSync {
+		return nil
+	}
+	if err := db.jnl.Sync(); err != nil {
+		return fmt.Errorf("ebb: sync journal: %w", err)
 	}
 	return nil
 }
@@ -199,7 +246,7 @@ func (c *Container) sealFrozen() error {
 		}
 		made = append(made, f)
 	}
-	if err := syncDir(filepath.Join(db.dir, segmentDir)); err != nil {
+	if err := db.syncDir(filepath.Join(db.dir, segmentDir)); err != nil {
 		return fail(err)
 	}
 
@@ -248,7 +295,7 @@ const (
 func (c *Container) writeSealFile(fr *memtable, keep, group []int, hides map[int]bool, locs []index.Loc, older map[uint32]*segFile) (*segFile, error) {
 	db := c.db
 	num := db.allocFile()
-	w, err := segment.Create(db.segmentPath(num), db.writerOptions(c.num))
+	w, err := db.createSegment(num, c.num)
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +314,7 @@ func (c *Container) writeSealFile(fr *memtable, keep, group []int, hides map[int
 	}
 	f, err := db.openSegment(num)
 	if err != nil {
+		db.fs.Remove(db.segmentPath(num))
 		return nil, err
 	}
 	f.ids = compactor.NewIDFilter(len(group))
@@ -315,11 +363,32 @@ func (db *DB) writerOptions(container uint32) segment.WriterOptions {
 	return segment.WriterOptions{BlockSize: db.opts.BlockSize, Compression: db.opts.Compression.segment(), Container: container}
 }
 
+// createSegment creates segment file num, of container, for writing; the
+// Writer's Abort removes it.
+func (db *DB) createSegment(num, container uint32) (*segment.Writer, error) {
+	path := db.segmentPath(num)
+	f, err := vfs.CreateExcl(db.fs, path)
+	if err != nil {
+		return nil, fmt.Errorf("segment: %w", err)
+	}
+	return segment.NewWriter(f, path, db.writerOptions(container), func() error { return db.fs.Remove(path) })
+}
+
 // openSegment opens segment file num for reading.
 func (db *DB) openSegment(num uint32) (*segFile, error) {
-	r, err := segment.Open(db.segmentPath(num), segment.ReaderOptions{Cache: db.cache, FileNum: uint64(num)})
+	path := db.segmentPath(num)
+	f, err := db.fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("segment: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("segment: %w", err)
+	}
+	r, err := segment.OpenFile(f, info.Size(), path, segment.ReaderOptions{Cache: db.cache, FileNum: uint64(num)})
 	if err != nil {
 		return nil, err
 	}
-	return newSegFile(num, r), nil
+	return newSegFile(db.fs, num, r), nil
 }

@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"os"
 	"sync/atomic"
 
 	"github.com/ebbdb/ebb/compactor"
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/segment"
 )
 
@@ -14,6 +14,7 @@ import (
 type segFile struct {
 	num  uint32
 	r    *segment.Reader
+	fs   vfs.FS       // where remove unlinks it
 	refs atomic.Int32 // one for the container's map, one per reader in flight
 
 	// What compaction needs to drop or rewrite the file without bringing an
@@ -29,8 +30,8 @@ type segFile struct {
 	expiresBy int64
 }
 
-func newSegFile(num uint32, r *segment.Reader) *segFile {
-	f := &segFile{num: num, r: r, minSeq: r.Stats().MinSeq, hides: map[uint32]struct{}{}}
+func newSegFile(fsys vfs.FS, num uint32, r *segment.Reader) *segFile {
+	f := &segFile{num: num, r: r, fs: fsys, minSeq: r.Stats().MinSeq, hides: map[uint32]struct{}{}}
 	f.refs.Store(1)
 	return f
 }
@@ -69,8 +70,10 @@ func (f *segFile) release() {
 }
 
 // remove unlinks the file and drops the container's reference. Readers in
-// flight keep their open descriptor until they finish.
+// flight keep their open descriptor until they finish. A file that cannot
+// be unlinked is an orphan, which the next Open removes: no manifest names
+// it.
 func (f *segFile) remove() {
-	os.Remove(f.r.Path())
+	f.fs.Remove(f.r.Path())
 	f.release()
 }

@@ -53,7 +53,19 @@ func Open(path string, opts ReaderOptions) (*Reader, error) {
 		f.Close()
 		return nil, fmt.Errorf("segment: %w", err)
 	}
-	r, err := NewReader(f, fi.Size(), path, opts)
+	return OpenFile(f, fi.Size(), path, opts)
+}
+
+// ReadAtCloser is an open segment file, as OpenFile takes it.
+type ReadAtCloser interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// OpenFile is Open on a file already open, of size bytes, named path. The
+// Reader owns f: Close closes it, and so does OpenFile if it fails.
+func OpenFile(f ReadAtCloser, size int64, path string, opts ReaderOptions) (*Reader, error) {
+	r, err := NewReader(f, size, path, opts)
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -46,51 +47,84 @@ func DefaultWriterOptions() WriterOptions {
 // Writer writes one new segment file: records in any order, then Finish.
 // It is not safe for concurrent use.
 type Writer struct {
-	f     *os.File
-	path  string
-	opts  WriterOptions
-	off   int64  // bytes written to f
-	block []byte // encoded records of the current data block
-	out   []byte // scratch: the current block, framed
-	table []byte // u32 length of every data block written
-	index []byte // index entries, encoded as in index.go
-	stats Stats
-	err   error // sticky: the first failure; the writer is unusable after it
-	done  bool  // Finish succeeded
+	f       File
+	discard func() error // removes the file; nil: nothing to remove
+	path    string
+	opts    WriterOptions
+	off     int64  // bytes written to f
+	block   []byte // encoded records of the current data block
+	out     []byte // scratch: the current block, framed
+	table   []byte // u32 length of every data block written
+	index   []byte // index entries, encoded as in index.go
+	stats   Stats
+	err     error // sticky: the first failure; the writer is unusable after it
+	done    bool  // Finish succeeded
 }
 
 var errWriterClosed = errors.New("segment: writer is finished or aborted")
 
+// File is what a Writer writes a segment to: a new, empty file.
+type File interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
 // Create creates a new segment file at path, failing if it exists. The
 // caller picks the name, and after Finish fsyncs the directory.
 func Create(path string, opts WriterOptions) (*Writer, error) {
-	if opts.BlockSize == 0 {
-		opts.BlockSize = DefaultBlockSize
-	}
-	if opts.BlockSize < 0 || opts.BlockSize > MaxBlockSize {
-		return nil, fmt.Errorf("segment: block size %d is not in 1..%d", opts.BlockSize, MaxBlockSize)
-	}
-	if !opts.Compression.valid() {
-		return nil, fmt.Errorf("segment: unknown compression %s", opts.Compression)
+	if err := checkWriterOptions(&opts); err != nil {
+		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
+	return NewWriter(f, path, opts, func() error { return os.Remove(path) })
+}
+
+// NewWriter starts a segment in f, a new, empty file named path (the name
+// is used in errors). discard removes the file: Abort calls it, and so does
+// NewWriter if it fails; nil means there is nothing to remove. The Writer
+// owns f from then on: Finish and Abort close it, and so does a failing
+// NewWriter.
+func NewWriter(f File, path string, opts WriterOptions, discard func() error) (*Writer, error) {
+	if err := checkWriterOptions(&opts); err != nil {
+		f.Close()
+		if discard != nil {
+			discard()
+		}
+		return nil, err
+	}
 	w := &Writer{
-		f:     f,
-		path:  path,
-		opts:  opts,
-		block: make([]byte, 0, opts.BlockSize),
-		stats: Stats{Container: opts.Container, Compression: opts.Compression},
+		f:       f,
+		discard: discard,
+		path:    path,
+		opts:    opts,
+		block:   make([]byte, 0, opts.BlockSize),
+		stats:   Stats{Container: opts.Container, Compression: opts.Compression},
 	}
 	w.write(appendFileHeader(nil))
 	if w.err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, w.err
+		err := w.err
+		w.Abort()
+		return nil, err
 	}
 	return w, nil
+}
+
+// checkWriterOptions fills in the default block size and checks opts.
+func checkWriterOptions(opts *WriterOptions) error {
+	if opts.BlockSize == 0 {
+		opts.BlockSize = DefaultBlockSize
+	}
+	if opts.BlockSize < 0 || opts.BlockSize > MaxBlockSize {
+		return fmt.Errorf("segment: block size %d is not in 1..%d", opts.BlockSize, MaxBlockSize)
+	}
+	if !opts.Compression.valid() {
+		return fmt.Errorf("segment: unknown compression %s", opts.Compression)
+	}
+	return nil
 }
 
 // Add appends r to the segment and returns where it will be found. r is
@@ -200,8 +234,11 @@ func (w *Writer) Abort() error {
 		w.err = errWriterClosed
 	}
 	w.f.Close() // may already be closed by a failed Finish
-	if err := os.Remove(w.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("segment: %w", err)
+	if w.discard == nil {
+		return nil
+	}
+	if err := w.discard(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("segment: remove %s: %w", w.path, err)
 	}
 	return nil
 }

@@ -3,14 +3,15 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/tidwall/wal"
 
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/segment"
 )
 
@@ -54,6 +55,12 @@ type Options struct {
 	// Logger receives a Warn record for each repair Open makes. nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// FS is the file layer for the journal's own file operations (listing,
+	// repair, removal, folder fsyncs). tidwall/wal writes its files with
+	// package os; if FS implements vfs.Hook it is told before each of
+	// tidwall's writes, fsyncs and file creations, and after each fsync
+	// (see package vfs). nil means vfs.OS.
+	FS vfs.FS
 }
 
 func (o Options) withDefaults() Options {
@@ -63,6 +70,7 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	o.FS = vfs.Default(o.FS)
 	return o
 }
 
@@ -70,6 +78,8 @@ func (o Options) withDefaults() Options {
 type Journal struct {
 	dir    string
 	opts   Options
+	fs     vfs.FS
+	hook   vfs.Hook    // nil with vfs.OS: no calls at all
 	repair *RepairInfo // set by Open, then read-only
 
 	// mu is the single owner of the tidwall log: every call into it, and
@@ -80,8 +90,9 @@ type Journal struct {
 	frame []byte
 	// tailSize mirrors the bytes in tidwall's tail segment, so that Append
 	// knows when tidwall started a new segment file and the folder needs
-	// an fsync.
+	// an fsync; tailPath is that file.
 	tailSize int
+	tailPath string
 	// dirDirty records that a segment file was created since the folder was
 	// last fsynced (only with NoSync; otherwise Append fsyncs at once).
 	dirDirty bool
@@ -110,19 +121,26 @@ func Open(dir, brokenDir string, opts Options) (*Journal, error) {
 		return nil, errors.New("journal: Open needs a folder and a folder for broken copies")
 	}
 	opts = opts.withDefaults()
-	if err := mkdirAllSync(dir); err != nil {
+	fsys, hook := opts.FS, vfs.HookOf(opts.FS)
+	if err := mkdirAllSync(fsys, dir); err != nil {
 		return nil, err
 	}
-	l, err := listDir(dir)
+	l, err := listDir(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := removeTemps(dir, l); err != nil {
+	if err := removeTemps(fsys, dir, l); err != nil {
 		return nil, err
 	}
-	repair, err := repairTail(dir, brokenDir, l, opts.Logger)
+	repair, err := repairTail(fsys, dir, brokenDir, l, opts.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if hook != nil && len(l.segments) == 0 {
+		// tidwall creates the first segment file.
+		if err := hook.Before(vfs.OpCreate, filepath.Join(dir, segmentName(1))); err != nil {
+			return nil, fmt.Errorf("journal: create the first segment: %w", err)
+		}
 	}
 	log, err := openLog(dir, opts)
 	if err != nil {
@@ -131,9 +149,9 @@ func Open(dir, brokenDir string, opts Options) (*Journal, error) {
 		}
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j := &Journal{dir: dir, opts: opts, repair: repair, log: log}
+	j := &Journal{dir: dir, opts: opts, fs: fsys, hook: hook, repair: repair, log: log}
 	// tidwall may have created the first segment or settled a truncation.
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(fsys, dir); err != nil {
 		log.Close()
 		return nil, err
 	}
@@ -155,10 +173,13 @@ func Open(dir, brokenDir string, opts Options) (*Journal, error) {
 	return j, nil
 }
 
-// openLog opens tidwall's log in dir.
+// openLog opens tidwall's log in dir. tidwall never fsyncs on its own
+// (except a full segment file before it starts the next): the journal calls
+// its Sync after each write, so that a write and its fsync are two steps
+// that a vfs.Hook sees and can fail apart.
 func openLog(dir string, opts Options) (*wal.Log, error) {
 	return wal.Open(dir, &wal.Options{
-		NoSync:           opts.NoSync,
+		NoSync:           true,
 		SegmentSize:      opts.SegmentSize,
 		LogFormat:        wal.Binary,
 		SegmentCacheSize: 1, // tidwall keeps the tail in memory as well
@@ -171,7 +192,7 @@ func openLog(dir string, opts Options) (*wal.Log, error) {
 // relist reads the folder to refresh the size and the tail size after tidwall
 // rewrote files.
 func (j *Journal) relist() error {
-	l, err := listDir(j.dir)
+	l, err := listDir(j.fs, j.dir)
 	if err != nil {
 		return err
 	}
@@ -179,6 +200,7 @@ func (j *Journal) relist() error {
 		return fmt.Errorf("journal: no segment file in %s", j.dir)
 	}
 	j.tailSize = int(l.segments[len(l.segments)-1].size)
+	j.tailPath = filepath.Join(j.dir, l.segments[len(l.segments)-1].name)
 	j.size.Store(l.bytes)
 	return nil
 }
@@ -251,37 +273,111 @@ func (j *Journal) Append(payloads ...[]byte) (first uint64, err error) {
 	batch.Clear()
 	// Mirror tidwall's writeBatch: a new segment starts before the batch if
 	// the tail is over SegmentSize, and after any entry that fills it.
-	tail, newSegment := j.tailSize, false
-	if tail > j.opts.SegmentSize {
-		tail, newSegment = 0, true
-	}
+	// created holds the first seqs of the segment files it will create,
+	// closed the sizes of the files it will fill (the tail, then each
+	// created file but the last).
+	var created []uint64
+	var closed []int
 	first = j.last.Load() + 1
+	tail := j.tailSize
+	if tail > j.opts.SegmentSize {
+		closed, created = append(closed, tail), append(created, first)
+		tail = 0
+	}
 	for i, p := range payloads {
 		seq := first + uint64(i)
 		j.frame = appendFrame(j.frame[:0], seq, p)
 		batch.Write(seq, j.frame)
 		if tail += frameSize(len(p)); tail >= j.opts.SegmentSize {
-			tail, newSegment = 0, true
+			closed, created = append(closed, tail), append(created, seq+1)
+			tail = 0
 		}
 	}
 	if cap(j.frame) > maxRetainedBuffer {
 		j.frame = nil
 	}
+	last := first + uint64(len(payloads)) - 1
 
+	if err := j.before(vfs.OpWrite, j.tailPath, created); err != nil {
+		return 0, j.fail(fmt.Errorf("write entries %d..%d: %w", first, last, err))
+	}
+	if j.hook != nil {
+		// tidwall fsyncs each file it fills before it creates the next.
+		// The hook hears of it now, with the creation: a folder fsync
+		// running meanwhile (TruncateFront's) may make the new file
+		// durable as soon as it exists, and the filled file is durable by
+		// then. This errs on the side of keeping bytes of this very batch
+		// (unacknowledged: whole entries or a torn tail), never of losing
+		// acknowledged ones.
+		for i, size := range closed {
+			path := j.tailPath
+			if i > 0 {
+				path = filepath.Join(j.dir, segmentName(created[i-1]))
+			}
+			j.hook.Synced(path, int64(size))
+		}
+	}
 	if err := j.log.WriteBatch(batch); err != nil {
-		return 0, j.fail(err)
+		return 0, j.fail(fmt.Errorf("write entries %d..%d: %w", first, last, err))
 	}
 	j.tailSize = tail
-	j.last.Store(first + uint64(len(payloads)) - 1)
+	j.last.Store(last)
 	j.size.Add(int64(total))
-	if newSegment {
+	if len(created) > 0 {
+		j.tailPath = filepath.Join(j.dir, segmentName(created[len(created)-1]))
+	}
+	if !j.opts.NoSync {
+		if err := j.syncTail(); err != nil {
+			return 0, j.fail(fmt.Errorf("fsync entries %d..%d: %w", first, last, err))
+		}
+	}
+	if len(created) > 0 {
 		if j.opts.NoSync {
 			j.dirDirty = true
-		} else if err := syncDir(j.dir); err != nil {
+		} else if err := syncDir(j.fs, j.dir); err != nil {
 			return 0, j.fail(err)
 		}
 	}
 	return first, nil
+}
+
+// before asks the hook, if any, whether tidwall may create the segment
+// files whose first seqs are created and then do op on path.
+func (j *Journal) before(op vfs.Op, path string, created []uint64) error {
+	if j.hook == nil {
+		return nil
+	}
+	for _, seq := range created {
+		p := filepath.Join(j.dir, segmentName(seq))
+		if err := j.hook.Before(vfs.OpCreate, p); err != nil {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+	}
+	if err := j.hook.Before(op, path); err != nil {
+		return err
+	}
+	return nil
+}
+
+// syncTail fsyncs tidwall's tail segment file and reports it to the hook.
+func (j *Journal) syncTail() error {
+	if err := j.before(vfs.OpSync, j.tailPath, nil); err != nil {
+		return err
+	}
+	if err := j.log.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", j.tailPath, err)
+	}
+	if j.hook != nil {
+		j.reportSynced(j.tailPath)
+	}
+	return nil
+}
+
+// reportSynced tells the hook the size at which path was fsynced.
+func (j *Journal) reportSynced(path string) {
+	if info, err := j.fs.Stat(path); err == nil {
+		j.hook.Synced(path, info.Size())
+	}
 }
 
 // Replay calls fn for every entry with seq >= from, in seq order, up to the
@@ -372,7 +468,7 @@ func (j *Journal) readLog(seq uint64) (data []byte, err error) {
 // segmentPath returns the path of the segment file that should hold seq,
 // or "" if the folder cannot be read; it names the file in errors.
 func (j *Journal) segmentPath(seq uint64) string {
-	l, err := listDir(j.dir)
+	l, err := listDir(j.fs, j.dir)
 	if err != nil {
 		return ""
 	}
@@ -402,10 +498,10 @@ func (j *Journal) TruncateFront(seq uint64) error {
 		j.mu.Unlock()
 		return err
 	}
-	l, err := listDir(j.dir)
+	l, err := listDir(j.fs, j.dir)
 	if err != nil {
 		j.mu.Unlock()
-		return j.fail(err)
+		return fmt.Errorf("journal: truncate: %w", err)
 	}
 	keep := 0 // the file holding seq: the last one starting at or before it
 	for i, f := range l.segments {
@@ -413,32 +509,34 @@ func (j *Journal) TruncateFront(seq uint64) error {
 			keep = i
 		}
 	}
-	if l.startSeq != 0 || l.hasEnd || keep == 0 || l.segments[keep].seq <= j.first.Load() {
+	if l.startSeq != 0 || l.hasEnd || keep == 0 {
 		j.mu.Unlock()
 		return nil // nothing whole to drop, or tidwall is settling a truncation of its own
 	}
-	j.first.Store(l.segments[keep].seq)
+	j.first.Store(max(j.first.Load(), l.segments[keep].seq))
 	j.mu.Unlock()
 
+	// A file that cannot be removed now stays, whole, until a later
+	// TruncateFront removes it: its entries are never read again (they
+	// come before FirstSeq), and the tail is untouched, so the journal
+	// stays usable.
 	var removed int64
+	var errs []error
 	for _, f := range l.segments[:keep] {
-		if err := os.Remove(filepath.Join(j.dir, f.name)); err != nil && !os.IsNotExist(err) {
-			return j.lockAndFail(err)
+		if err := j.fs.Remove(filepath.Join(j.dir, f.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
 		}
 		removed += f.size
 	}
-	if err := syncDir(j.dir); err != nil {
-		return j.lockAndFail(err)
-	}
 	j.size.Add(-removed)
+	if removed > 0 {
+		errs = append(errs, syncDir(j.fs, j.dir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("journal: truncate: %w", err)
+	}
 	return nil
-}
-
-// lockAndFail marks the journal failed from outside the lock.
-func (j *Journal) lockAndFail(err error) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.fail(err)
 }
 
 // Sync makes every appended entry durable: it fsyncs the tail segment file
@@ -450,11 +548,11 @@ func (j *Journal) Sync() error {
 	if err := j.usable(); err != nil {
 		return err
 	}
-	if err := j.log.Sync(); err != nil {
+	if err := j.syncTail(); err != nil {
 		return j.fail(err)
 	}
 	if j.dirDirty {
-		if err := syncDir(j.dir); err != nil {
+		if err := syncDir(j.fs, j.dir); err != nil {
 			return j.fail(err)
 		}
 		j.dirDirty = false
@@ -472,14 +570,21 @@ func (j *Journal) Close() error {
 	}
 	j.closed = true
 	var err error
-	if j.failed == nil && j.dirDirty {
-		err = syncDir(j.dir)
+	if j.failed == nil {
+		// tidwall's Close fsyncs the tail.
+		err = j.before(vfs.OpSync, j.tailPath, nil)
+		if err == nil && j.dirDirty {
+			err = syncDir(j.fs, j.dir)
+		}
 	}
 	if cerr := j.log.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("journal: closing: %w", cerr)
 	}
 	if j.failed != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, j.failed)
+	}
+	if err == nil && j.hook != nil {
+		j.reportSynced(j.tailPath)
 	}
 	return err
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // payloadFor returns the payload the tests write under seq: its length
@@ -121,7 +123,7 @@ func checkReplay(t testing.TB, j *Journal, first, last uint64) {
 // checkSizes checks the journal's bookkeeping against the folder.
 func checkSizes(t testing.TB, j *Journal) {
 	t.Helper()
-	l, err := listDir(j.dir)
+	l, err := listDir(vfs.OS, j.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,22 +357,35 @@ func TestFailedSync(t *testing.T) {
 	checkFailed(t, j)
 }
 
+// syncDirFS counts folder fsyncs, and fails them with fail when it is set.
+type syncDirFS struct {
+	vfs.FS
+	calls int
+	fail  error
+}
+
+func (f *syncDirFS) SyncDir(dir string) error {
+	f.calls++
+	if f.fail != nil {
+		return f.fail
+	}
+	return f.FS.SyncDir(dir)
+}
+
 func TestFailedFolderSync(t *testing.T) {
 	l := newLayout(t)
-	j := l.open(t, Options{SegmentSize: 512})
+	fsys := &syncDirFS{FS: vfs.OS}
+	j := l.open(t, Options{SegmentSize: 512, FS: fsys})
 	defer j.Close()
-	orig := syncDir
-	t.Cleanup(func() { syncDir = orig })
-	var calls int
-	syncDir = func(string) error { calls++; return errors.New("injected folder fsync failure") }
+	fsys.calls, fsys.fail = 0, errors.New("injected folder fsync failure")
 
 	// Entries of 100+ bytes: a new segment starts within 6 appends.
 	var err error
 	for seq := uint64(1); seq < 10 && err == nil; seq++ {
 		_, err = j.Append(payloadOfSize(seq, 100))
 	}
-	if !errors.Is(err, ErrFailed) || calls != 1 {
-		t.Fatalf("Append starting a segment with a failing folder fsync: %v after %d fsyncs", err, calls)
+	if !errors.Is(err, ErrFailed) || fsys.calls != 1 || !errors.Is(err, fsys.fail) {
+		t.Fatalf("Append starting a segment with a failing folder fsync: %v after %d fsyncs", err, fsys.calls)
 	}
 	if _, err := j.Append([]byte("x")); !errors.Is(err, ErrFailed) {
 		t.Fatalf("Append after the failure: %v", err)
@@ -379,20 +394,18 @@ func TestFailedFolderSync(t *testing.T) {
 
 func TestNoSyncDefersFolderSync(t *testing.T) {
 	l := newLayout(t)
-	j := l.open(t, Options{SegmentSize: 512, NoSync: true})
-	orig := syncDir
-	t.Cleanup(func() { syncDir = orig })
-	var calls int
-	syncDir = func(dir string) error { calls++; return orig(dir) }
+	fsys := &syncDirFS{FS: vfs.OS}
+	j := l.open(t, Options{SegmentSize: 512, NoSync: true, FS: fsys})
+	fsys.calls = 0
 	appendSeqs(t, j, 1, 50)
-	if calls != 0 {
-		t.Fatalf("NoSync Append fsynced the folder %d times", calls)
+	if fsys.calls != 0 {
+		t.Fatalf("NoSync Append fsynced the folder %d times", fsys.calls)
 	}
-	if err := j.Sync(); err != nil || calls != 1 {
-		t.Fatalf("Sync: %v after %d folder fsyncs, want 1", err, calls)
+	if err := j.Sync(); err != nil || fsys.calls != 1 {
+		t.Fatalf("Sync: %v after %d folder fsyncs, want 1", err, fsys.calls)
 	}
-	if err := j.Sync(); err != nil || calls != 1 {
-		t.Fatalf("second Sync: %v after %d folder fsyncs, want still 1", err, calls)
+	if err := j.Sync(); err != nil || fsys.calls != 1 {
+		t.Fatalf("second Sync: %v after %d folder fsyncs, want still 1", err, fsys.calls)
 	}
 	if err := j.Close(); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // Entry is one entry of a segment file, as ReadFile decodes it.
@@ -74,7 +76,7 @@ func decodeFile(path string, data []byte) iter.Seq2[Entry, error] {
 // seq order, leaving out tidwall's in-progress truncations (".START",
 // ".END") that tidwall settles when it next opens the folder.
 func Files(dir string) ([]string, error) {
-	l, err := listDir(dir)
+	l, err := listDir(vfs.OS, dir)
 	if err != nil {
 		return nil, err
 	}

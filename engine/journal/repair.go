@@ -7,8 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
+
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // RepairInfo describes the torn tail that Open cut off the last segment file.
@@ -46,9 +47,9 @@ type dirListing struct {
 }
 
 // listDir reads the journal folder.
-func listDir(dir string) (dirListing, error) {
+func listDir(fsys vfs.FS, dir string) (dirListing, error) {
 	var l dirListing
-	des, err := os.ReadDir(dir)
+	des, err := fsys.ReadDir(dir)
 	if err != nil {
 		return l, fmt.Errorf("journal: %w", err)
 	}
@@ -100,13 +101,13 @@ func (l dirListing) tail() (segmentFile, bool) {
 // repairTail scans the tail segment file and cuts off a torn tail, keeping
 // a copy of the whole file in brokenDir. It returns nil when the tail is
 // sound, and a *CorruptError when the damage is not a torn tail.
-func repairTail(dir, brokenDir string, l dirListing, logger *slog.Logger) (*RepairInfo, error) {
+func repairTail(fsys vfs.FS, dir, brokenDir string, l dirListing, logger *slog.Logger) (*RepairInfo, error) {
 	tail, ok := l.tail()
 	if !ok {
 		return nil, nil
 	}
 	path := filepath.Join(dir, tail.name)
-	data, err := os.ReadFile(path)
+	data, err := fsys.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -130,13 +131,13 @@ func repairTail(dir, brokenDir string, l dirListing, logger *slog.Logger) (*Repa
 		Seq:      cerr.Seq,
 		Reason:   cerr.Reason,
 	}
-	if info.Copy, err = keepBrokenCopy(brokenDir, tail.name, data); err != nil {
+	if info.Copy, err = keepBrokenCopy(fsys, brokenDir, tail.name, data); err != nil {
 		return nil, err
 	}
-	if err := truncateSync(path, cerr.Offset); err != nil {
+	if err := truncateSync(fsys, path, cerr.Offset); err != nil {
 		return nil, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncDir(fsys, dir); err != nil {
 		return nil, err
 	}
 	logger.Warn("journal: repaired a torn tail",
@@ -147,8 +148,8 @@ func repairTail(dir, brokenDir string, l dirListing, logger *slog.Logger) (*Repa
 
 // keepBrokenCopy writes data, the whole damaged segment file, to a new file
 // in brokenDir named after the segment and the time, and makes it durable.
-func keepBrokenCopy(brokenDir, segment string, data []byte) (string, error) {
-	if err := mkdirAllSync(brokenDir); err != nil {
+func keepBrokenCopy(fsys vfs.FS, brokenDir, segment string, data []byte) (string, error) {
+	if err := mkdirAllSync(fsys, brokenDir); err != nil {
 		return "", err
 	}
 	stamp := time.Now().UTC().Format("20060102T150405.000000000Z")
@@ -158,7 +159,7 @@ func keepBrokenCopy(brokenDir, segment string, data []byte) (string, error) {
 			name = fmt.Sprintf("%s.%s-%d.broken", segment, stamp, i)
 		}
 		path := filepath.Join(brokenDir, name)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+		f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -173,7 +174,7 @@ func keepBrokenCopy(brokenDir, segment string, data []byte) (string, error) {
 			err = cerr
 		}
 		if err == nil {
-			err = syncDir(brokenDir)
+			err = syncDir(fsys, brokenDir)
 		}
 		if err != nil {
 			return "", fmt.Errorf("journal: keeping a copy of a torn segment: %w", err)
@@ -183,8 +184,8 @@ func keepBrokenCopy(brokenDir, segment string, data []byte) (string, error) {
 }
 
 // truncateSync cuts the file at size and fsyncs it.
-func truncateSync(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+func truncateSync(fsys vfs.FS, path string, size int64) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("journal: repairing %s: %w", path, err)
 	}
@@ -205,9 +206,9 @@ func truncateSync(path string, size int64) error {
 // while writing a ".START" or ".END" file. Until renamed they mean nothing:
 // tidwall never reads them and the truncation they belonged to did not
 // happen.
-func removeTemps(dir string, l dirListing) error {
+func removeTemps(fsys vfs.FS, dir string, l dirListing) error {
 	for _, name := range l.temps {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("journal: %w", err)
 		}
 	}
@@ -216,10 +217,10 @@ func removeTemps(dir string, l dirListing) error {
 
 // mkdirAllSync creates dir and any missing parents, fsyncing the parent of
 // each folder it creates so that the new folders survive a crash.
-func mkdirAllSync(dir string) error {
+func mkdirAllSync(fsys vfs.FS, dir string) error {
 	var missing []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
+		if _, err := fsys.Stat(d); err == nil {
 			break
 		}
 		missing = append(missing, d)
@@ -230,33 +231,21 @@ func mkdirAllSync(dir string) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := fsys.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	for i := len(missing) - 1; i >= 0; i-- {
-		if err := syncDir(filepath.Dir(missing[i])); err != nil {
+		if err := syncDir(fsys, filepath.Dir(missing[i])); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// syncDir fsyncs a folder, making the creation, renaming and removal of its
-// entries durable. tidwall never does. It is a variable so that tests can
-// make it fail.
-var syncDir = func(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil // folders cannot be fsynced there; NTFS journals metadata
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("journal: fsync folder: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+// syncDir fsyncs a folder through fsys, making the creation, renaming and
+// removal of its entries durable. tidwall never does.
+func syncDir(fsys vfs.FS, dir string) error {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("journal: fsync folder %s: %w", dir, err)
 	}
 	return nil
