@@ -101,6 +101,9 @@ func decodeManifest(b []byte, path string) (*manifest, error) {
 	if crc32.Checksum(body, castagnoli) != sum {
 		return nil, fmt.Errorf("%s: manifest checksum mismatch: %w", path, ErrCorrupt)
 	}
+	if err := msgpackLengthsFit(body); err != nil {
+		return nil, fmt.Errorf("%s: decode manifest: %v: %w", path, err, ErrCorrupt)
+	}
 	var m manifest
 	if err := msgpack.Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("%s: decode manifest: %v: %w", path, err, ErrCorrupt)
