@@ -249,6 +249,10 @@ func (v *verifier) journal() {
 		if next != 0 && f.first != next {
 			if f.first > next {
 				v.problem(f.rel, -1, "", "starts at seq %d, but the previous file ends at seq %d: entries %d..%d are missing", f.first, next-1, next, f.first-1)
+				// The previous file ended early (cut short, or a file after it
+				// is gone): name it too, where its entries stop.
+				prev := s.journal[i-1]
+				v.problem(prev.rel, prev.size, fmt.Sprintf("entry seq %d", next), "ends after entry seq %d, but the next file starts at seq %d: the file was cut short or a file after it is missing", next-1, f.first)
 			} else {
 				v.problem(f.rel, -1, "", "starts at seq %d, inside the previous file, which ends at seq %d", f.first, next-1)
 			}

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/journal"
 )
 
 func TestVerifyClean(t *testing.T) {
@@ -92,6 +98,59 @@ func TestVerifyDamageJSON(t *testing.T) {
 	stdout, stderr, code := ebb(t, "verify", "--json", dir)
 	wantCode(t, code, exitFailed, stdout, stderr)
 	golden(t, "verify-damaged", normalize(stdout, dir))
+}
+
+// TestVerifyJournalCutShort: a journal file that is not the last one, cut
+// at an entry boundary, holds only whole entries; verify must still name it
+// (where its entries stop), not only the next file, whose seqs leave a gap.
+func TestVerifyJournalCutShort(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	clock := func() time.Time { return time.Unix(t0, 0) }
+	db, err := engine.Open(dir, &engine.Options{Clock: clock, JournalSegmentSize: 4 << 10, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.CreateContainer(context.Background(), engine.ContainerProperties{ID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		if _, err := c.Upsert(context.Background(), fmt.Appendf(nil, `{"id":"k%02d","pad":"%0200d"}`, i, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := journal.Files(filepath.Join(dir, "journal"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("journal files %v, %v: want at least 3", files, err)
+	}
+	var offs []int64
+	for e, err := range journal.ReadFile(files[0]) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, e.Offset)
+	}
+	cut := offs[len(offs)/2]
+	if err := os.Truncate(files[0], cut); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := ebb(t, "verify", dir)
+	wantCode(t, code, exitFailed, stdout, stderr)
+	first := "journal/" + filepath.Base(files[0])
+	var line string
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, first) {
+			line = l
+		}
+	}
+	for _, w := range []string{first, fmt.Sprint(cut), "entry seq", "cut short"} {
+		if !strings.Contains(line, w) {
+			t.Errorf("problem line %q lacks %q; output:\n%s", line, w, stdout)
+		}
+	}
 }
 
 func TestVerifyTornTail(t *testing.T) {
