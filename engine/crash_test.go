@@ -4,11 +4,9 @@ package engine
 // survives a crash with the default durability, an unacknowledged one is
 // whole or absent, and a torn journal tail is repaired on open.
 //
-//   - TestCrashKill runs a writer in a child process (this test binary,
-//     re-executed into TestCrashChild), kills it with SIGKILL at a random
-//     moment, reopens the directory in-process and checks every item against
-//     the log of writes the child started and acknowledged. Several rounds
-//     run on the same directory.
+//   - SIGKILL at random moments, under a mixed workload and a wall clock
+//     that jumps, is the crash loop's job: package engine/crashloop
+//     (`go test ./engine/crashloop`, `ebb crashloop`).
 //   - TestCrashPowerLoss simulates what SIGKILL cannot: bytes that never
 //     reached the disk. After a clean run it cuts or pads the journal's last
 //     file and checks that Open repairs it, keeps a copy under broken/, and
@@ -17,7 +15,6 @@ package engine
 // Helpers shared with damage_test.go are prefixed ck.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -26,14 +23,11 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,21 +37,9 @@ import (
 // ---------------------------------------------------------------------------
 // The write model shared by the crash and damage tests.
 
-// The kill test's containers: workers of even number write to "c", odd to
-// "c2", so that seals (which freeze every container at one journal
-// position) and compactions of one container cross the other's writes.
-var ckContainers = []string{"c", "c2"}
-
-// ckContainerOf returns the container of a kill-test id ("w<worker>-<n>").
-func ckContainerOf(id string) string {
-	w, _ := strconv.Atoi(strings.TrimPrefix(id[:strings.IndexByte(id, '-')], "w"))
-	return ckContainers[w%len(ckContainers)]
-}
-
 const (
 	ckContainer  = "c"
 	ckDefaultTTL = 3600 // the container's DefaultTTL
-	ckRoundSecs  = 10   // the fake clock moves this much between kill rounds
 )
 
 func ckHash(s string) uint64 {
@@ -67,7 +49,7 @@ func ckHash(s string) uint64 {
 }
 
 // ckTTL is the item ttl that write w puts in its document: 0 (absent), -1,
-// a large one, or 5 seconds (which expires before the next kill round).
+// a large one, or 5 seconds.
 func ckTTL(w string) int32 {
 	switch ckHash(w) % 8 {
 	case 0, 1, 2:
@@ -186,17 +168,6 @@ func ckCheckItem(it Item, id string, want ckState) error {
 	return nil
 }
 
-// ckBodyIntact checks an item read without knowing which version to expect:
-// its body must be exactly the document of the write it names.
-func ckBodyIntact(it Item) error {
-	var got map[string]any
-	if err := json.Unmarshal(it.Body, &got); err != nil {
-		return fmt.Errorf("item %q: body is not JSON: %v", it.ID, err)
-	}
-	w, _ := got["w"].(string)
-	return ckCheckItem(it, it.ID, ckState{present: true, w: w, ts: it.TS, etag: it.ETag})
-}
-
 // ckVerify checks container c at now against allowed: every id's visible
 // state must match one of allowed[id] (ids missing from allowed must be
 // absent), Read and Items must agree, Items must be in id order, and
@@ -293,14 +264,6 @@ func ckExact(model map[string]ckState, universe map[string]bool) map[string][]ck
 	return allowed
 }
 
-func ckSeqOf(etag string) uint64 {
-	n, err := strconv.ParseUint(strings.Trim(etag, `"`), 16, 64)
-	if err != nil {
-		return 0
-	}
-	return n
-}
-
 // ckListDir returns the names in dir, or nil if it does not exist.
 func ckListDir(t *testing.T, dir string) []string {
 	t.Helper()
@@ -320,29 +283,16 @@ func ckListDir(t *testing.T, dir string) []string {
 
 // Environment of the child process.
 const (
-	ckEnvMode    = "EBB_CRASH_CHILD" // "writer", "trylock" or "hold"
-	ckEnvDir     = "EBB_CRASH_DIR"
-	ckEnvClock   = "EBB_CRASH_CLOCK" // the fixed wall clock, unix seconds
-	ckEnvRound   = "EBB_CRASH_ROUND"
-	ckEnvSeed    = "EBB_CRASH_SEED"
-	ckEnvWorkers = "EBB_CRASH_WORKERS"
-	ckEnvIDs     = "EBB_CRASH_IDS" // ids per worker
+	ckEnvMode = "EBB_CRASH_CHILD" // "trylock" or "hold"
+	ckEnvDir  = "EBB_CRASH_DIR"
 )
 
-// Options of the child writer: small thresholds, so that a short run seals,
-// rolls journal files and compacts many times.
-func ckChildOptions(o *Options) {
-	o.SealThreshold = 8 << 10
-	o.JournalSegmentSize = 16 << 10
-	o.BlockSize = 1 << 10
-}
-
-// TestCrashChild is not a test: it is the child process of TestCrashKill
-// and of the lock tests, run only when EBB_CRASH_CHILD is set.
+// TestCrashChild is not a test: it is the child process of the lock tests
+// (TestLockChildProcess), run only when EBB_CRASH_CHILD is set.
 func TestCrashChild(t *testing.T) {
 	mode := os.Getenv(ckEnvMode)
 	if mode == "" {
-		t.Skip("helper process of TestCrashKill and TestLockChildProcess; runs only with " + ckEnvMode + " set")
+		t.Skip("helper process of TestLockChildProcess; runs only with " + ckEnvMode + " set")
 	}
 	os.Exit(ckRunChild(mode))
 }
@@ -353,13 +303,8 @@ func ckEmit(format string, args ...any) {
 	os.Stdout.Write([]byte(fmt.Sprintf(format, args...) + "\n"))
 }
 
-func ckFail(format string, args ...any) {
-	ckEmit("fail "+format, args...)
-	os.Exit(3)
-}
-
 func ckRunChild(mode string) int {
-	// Never outlive the parent (a killed `go test` must not leave writers).
+	// Never outlive the parent (a killed `go test` must not leave children).
 	ppid := os.Getppid()
 	go func() {
 		for range time.Tick(50 * time.Millisecond) {
@@ -370,8 +315,6 @@ func ckRunChild(mode string) int {
 	}()
 	dir := os.Getenv(ckEnvDir)
 	switch mode {
-	case "writer":
-		ckChildWriter(dir)
 	case "trylock":
 		db, err := Open(dir, nil)
 		switch {
@@ -404,575 +347,6 @@ func ckRunChild(mode string) int {
 	}
 	ckEmit("error unknown mode %q", mode)
 	return 2
-}
-
-func ckChildWriter(dir string) {
-	ctx := context.Background()
-	clockSec, _ := strconv.ParseInt(os.Getenv(ckEnvClock), 10, 64)
-	round, _ := strconv.Atoi(os.Getenv(ckEnvRound))
-	seed, _ := strconv.ParseUint(os.Getenv(ckEnvSeed), 10, 64)
-	workers, _ := strconv.Atoi(os.Getenv(ckEnvWorkers))
-	idsPer, _ := strconv.Atoi(os.Getenv(ckEnvIDs))
-	now := time.Unix(clockSec, 0)
-	o := &Options{Clock: func() time.Time { return now }}
-	ckChildOptions(o)
-	db, err := Open(dir, o)
-	if err != nil {
-		ckFail("open: %v", err)
-	}
-	var cs []*Container
-	for _, name := range ckContainers {
-		c, err := db.Container(name)
-		if errors.Is(err, ErrNotFound) {
-			c, err = db.CreateContainer(ctx, ContainerProperties{ID: name, DefaultTTL: TTL(ckDefaultTTL)})
-		}
-		if err != nil {
-			ckFail("container %s: %v", name, err)
-		}
-		cs = append(cs, c)
-	}
-	ckEmit("ready")
-	for w := range workers {
-		rng := rand.New(rand.NewPCG(seed, uint64(w)))
-		go ckChildWorker(ctx, cs[w%len(cs)], round, w, idsPer, clockSec, rng)
-	}
-	go func() { // compaction, now and then
-		rng := rand.New(rand.NewPCG(seed, 1000))
-		for {
-			time.Sleep(time.Duration(5+rng.IntN(40)) * time.Millisecond)
-			c := cs[rng.IntN(len(cs))]
-			ckEmit("compacting")
-			if err := c.Compact(ctx); err != nil {
-				ckFail("compact %s: %v", c.ID(), err)
-			}
-			ckEmit("compacted")
-		}
-	}()
-	go func() { // scans: every body must be exactly one of the writes
-		for {
-			for _, c := range cs {
-				for it, err := range c.Items(ctx) {
-					if err != nil {
-						ckFail("scan: Items: %v", err)
-					}
-					if err := ckBodyIntact(it); err != nil {
-						ckFail("scan: %v", err)
-					}
-					if ckContainerOf(it.ID) != c.ID() {
-						ckFail("scan: item %q in container %s", it.ID, c.ID())
-					}
-				}
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	time.Sleep(60 * time.Second) // the parent kills us long before
-	ckFail("not killed after 60s")
-}
-
-// A child request line: "start TAG kind id w [kind id w ...]"; its answer:
-// "ack TAG etag ts [etag ts ...]" (etag "-" and ts 0 for a delete).
-func ckChildWorker(ctx context.Context, c *Container, round, w, idsPer int, now int64, rng *rand.Rand) {
-	etags := make(map[string]string) // live items of this worker: id -> etag
-	ids := make([]string, idsPer)
-	for k := range ids {
-		ids[k] = fmt.Sprintf("w%d-%03d", w, k)
-		it, err := c.Read(ctx, ids[k])
-		switch {
-		case err == nil:
-			if err := ckBodyIntact(it); err != nil {
-				ckFail("initial read: %v", err)
-			}
-			etags[ids[k]] = it.ETag
-		case !errors.Is(err, ErrNotFound):
-			ckFail("initial read %s: %v", ids[k], err)
-		}
-	}
-	type wop struct {
-		kind, id, w string
-		opts        []WriteOption
-	}
-	pick := func(id, wtag string) wop {
-		o := wop{id: id, w: wtag}
-		etag, live := etags[id]
-		if !live {
-			o.kind = []string{"create", "create", "upsert"}[rng.IntN(3)]
-			return o
-		}
-		switch x := rng.IntN(20); {
-		case x < 7:
-			o.kind = "upsert"
-		case x < 11:
-			o.kind, o.opts = "replace", []WriteOption{IfMatch(etag)}
-		case x < 13:
-			o.kind = "replace"
-		case x < 15:
-			o.kind, o.opts = "upsert", []WriteOption{IfMatch(etag)}
-		case x < 18:
-			o.kind, o.w = "delete", "-"
-		default:
-			o.kind, o.w, o.opts = "delete", "-", []WriteOption{IfMatch(etag)}
-		}
-		return o
-	}
-	for n := 0; ; n++ {
-		tag := fmt.Sprintf("r%d.w%d.%d", round, w, n)
-		var ops []wop
-		if rng.IntN(8) == 0 { // a transactional batch of 2 to 4 items
-			perm := rng.Perm(idsPer)[:2+rng.IntN(3)]
-			for j, k := range perm {
-				ops = append(ops, pick(ids[k], fmt.Sprintf("%s.%d", tag, j)))
-			}
-		} else {
-			ops = append(ops, pick(ids[rng.IntN(idsPer)], tag+".0"))
-		}
-		var line strings.Builder
-		line.WriteString("start " + tag)
-		for _, o := range ops {
-			fmt.Fprintf(&line, " %s %s %s", o.kind, o.id, o.w)
-		}
-		ckEmit("%s", line.String())
-
-		var items []Item
-		var err error
-		if len(ops) == 1 {
-			o := ops[0]
-			var it Item
-			switch o.kind {
-			case "create":
-				it, err = c.Create(ctx, ckDoc(o.id, o.w), o.opts...)
-			case "upsert":
-				it, err = c.Upsert(ctx, ckDoc(o.id, o.w), o.opts...)
-			case "replace":
-				it, err = c.Replace(ctx, ckDoc(o.id, o.w), o.opts...)
-			case "delete":
-				err = c.Delete(ctx, o.id, o.opts...)
-			}
-			items = []Item{it}
-		} else {
-			var b Batch
-			for _, o := range ops {
-				switch o.kind {
-				case "create":
-					b.Create(ckDoc(o.id, o.w), o.opts...)
-				case "upsert":
-					b.Upsert(ckDoc(o.id, o.w), o.opts...)
-				case "replace":
-					b.Replace(ckDoc(o.id, o.w), o.opts...)
-				case "delete":
-					b.Delete(o.id, o.opts...)
-				}
-			}
-			items, err = c.ExecuteBatch(ctx, &b)
-		}
-		if err != nil {
-			ckFail("%s: %v", tag, err)
-		}
-		line.Reset()
-		line.WriteString("ack " + tag)
-		for i, o := range ops {
-			if o.kind == "delete" {
-				line.WriteString(" - 0")
-				delete(etags, o.id)
-				continue
-			}
-			it := items[i]
-			if err := ckCheckItem(it, o.id, ckState{present: true, w: o.w, ts: now}); err != nil {
-				ckFail("%s: returned item: %v", tag, err)
-			}
-			fmt.Fprintf(&line, " %s %d", it.ETag, it.TS)
-			etags[o.id] = it.ETag
-		}
-		ckEmit("%s", line.String())
-
-		// Read your writes, through seals and compactions running meanwhile.
-		if rng.IntN(4) == 0 {
-			for _, o := range ops {
-				it, err := c.Read(ctx, o.id)
-				if o.kind == "delete" {
-					if !errors.Is(err, ErrNotFound) {
-						ckFail("%s: read after delete %s: %v", tag, o.id, err)
-					}
-					continue
-				}
-				if err != nil {
-					ckFail("%s: read after write %s: %v", tag, o.id, err)
-				}
-				if err := ckCheckItem(it, o.id, ckState{present: true, w: o.w, ts: now, etag: etags[o.id]}); err != nil {
-					ckFail("%s: read after write: %v", tag, err)
-				}
-			}
-		}
-	}
-}
-
-// ---------------------------------------------------------------------------
-// TestCrashKill: the parent.
-
-type ckOp struct {
-	req   *ckReq
-	kind  string
-	id    string
-	w     string
-	etag  string
-	ts    int64
-	acked bool
-}
-
-type ckReq struct {
-	tag   string
-	ops   []*ckOp
-	acked bool
-}
-
-// ckRound is what one child run printed.
-type ckRound struct {
-	ready           bool
-	reqs            []*ckReq
-	byID            map[string][]*ckOp // in start order: each id's writes are sequential
-	compacts        int
-	compactsStarted int
-	fails           []string
-	exit            string
-	stderr          string
-	killAfter       time.Duration
-	early           bool
-}
-
-func (r *ckRound) parse(t *testing.T, line string) {
-	f := strings.Fields(line)
-	if len(f) == 0 {
-		return
-	}
-	switch f[0] {
-	case "ready":
-		r.ready = true
-	case "compacting":
-		r.compactsStarted++
-	case "compacted":
-		r.compacts++
-	case "fail":
-		r.fails = append(r.fails, line)
-	case "start":
-		if len(f) < 5 || (len(f)-2)%3 != 0 {
-			t.Fatalf("child: malformed line %q", line)
-		}
-		req := &ckReq{tag: f[1]}
-		for i := 2; i < len(f); i += 3 {
-			op := &ckOp{req: req, kind: f[i], id: f[i+1], w: f[i+2]}
-			req.ops = append(req.ops, op)
-			r.byID[op.id] = append(r.byID[op.id], op)
-		}
-		r.reqs = append(r.reqs, req)
-	case "ack":
-		var req *ckReq
-		for i := len(r.reqs) - 1; i >= 0; i-- {
-			if r.reqs[i].tag == f[1] {
-				req = r.reqs[i]
-				break
-			}
-		}
-		if req == nil || len(f) != 2+2*len(req.ops) {
-			t.Fatalf("child: ack %q matches no start line", line)
-		}
-		req.acked = true
-		for i, op := range req.ops {
-			op.acked = true
-			op.etag = f[2+2*i]
-			op.ts, _ = strconv.ParseInt(f[3+2*i], 10, 64)
-		}
-	}
-}
-
-// ckRunChildRound runs the child writer on dir with the wall clock at
-// clock, kills it with SIGKILL, and returns what it printed.
-func ckRunChildRound(t *testing.T, dir string, round int, clock int64, seed uint64, rng *rand.Rand) *ckRound {
-	t.Helper()
-	res := &ckRound{byID: make(map[string][]*ckOp)}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
-	cmd.Env = append(os.Environ(),
-		ckEnvMode+"=writer",
-		ckEnvDir+"="+dir,
-		ckEnvClock+"="+strconv.FormatInt(clock, 10),
-		ckEnvRound+"="+strconv.Itoa(round),
-		ckEnvSeed+"="+strconv.FormatUint(seed, 10),
-		ckEnvWorkers+"=8",
-		ckEnvIDs+"=24",
-	)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var lines []string
-	ready := make(chan struct{})
-	eof := make(chan struct{})
-	go func() {
-		defer close(eof)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		once := sync.Once{}
-		for sc.Scan() {
-			mu.Lock()
-			lines = append(lines, sc.Text())
-			mu.Unlock()
-			if sc.Text() == "ready" {
-				once.Do(func() { close(ready) })
-			}
-		}
-	}()
-	// Mostly kill 10-300 ms into the writes; sometimes during Open (recovery).
-	if rng.IntN(6) == 0 {
-		res.early = true
-		res.killAfter = time.Duration(rng.IntN(40)) * time.Millisecond
-		time.Sleep(res.killAfter)
-	} else {
-		select {
-		case <-ready:
-		case <-eof:
-		case <-time.After(30 * time.Second):
-			t.Errorf("round %d: child not ready after 30s", round)
-		}
-		res.killAfter = time.Duration(10+rng.IntN(291)) * time.Millisecond
-		time.Sleep(res.killAfter)
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-eof
-	werr := cmd.Wait()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(werr, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			res.exit = "killed"
-		} else {
-			res.exit = ee.String()
-		}
-	case werr != nil:
-		res.exit = werr.Error()
-	default:
-		res.exit = "exit 0"
-	}
-	res.stderr = stderr.String()
-	for _, l := range lines {
-		res.parse(t, l)
-	}
-	return res
-}
-
-// ckAllowed computes, for every id, the states it may be in after round r:
-// the result of its last acknowledged write, or, if a write was in flight at
-// the kill, that write's result too.
-func ckAllowed(t *testing.T, model map[string]ckState, universe map[string]bool, r *ckRound, clock int64) map[string][]ckState {
-	allowed := ckExact(model, universe)
-	for id, ops := range r.byID {
-		cur := model[id]
-		for i, op := range ops {
-			next := ckState{}
-			if op.kind != "delete" {
-				next = ckState{present: true, w: op.w, ts: clock, etag: op.etag}
-			}
-			if op.acked {
-				if op.ts != 0 && op.ts != clock {
-					t.Errorf("%s: acknowledged with _ts %d, clock is %d", op.req.tag, op.ts, clock)
-				}
-				cur = next
-				continue
-			}
-			if i != len(ops)-1 {
-				t.Errorf("item %q: write %s was never acknowledged, yet the child went on to write it again", id, op.req.tag)
-			}
-			allowed[id] = []ckState{cur, next}
-			break
-		}
-		if ops[len(ops)-1].acked {
-			allowed[id] = []ckState{cur}
-		}
-	}
-	return allowed
-}
-
-func TestCrashKill(t *testing.T) {
-	rounds, budget := 40, 20*time.Second
-	if testing.Short() {
-		rounds, budget = 6, 5*time.Second
-	}
-	start := time.Now()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("EBB_CRASH_TEST_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (set EBB_CRASH_TEST_SEED to replay the parent's choices)", seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
-	dir := t.TempDir()
-	model := make(map[string]ckState) // exact visible state after the last verification
-	universe := make(map[string]bool) // every id ever written
-	var acks, inflight, batchesChecked, earlyKills, compacts, compactsStarted, sealRounds int
-	var journalFrom uint64
-
-	open := func(clock int64) *DB {
-		t.Helper()
-		db, err := Open(dir, &Options{Clock: func() time.Time { return time.Unix(clock, 0) }})
-		if err != nil {
-			t.Fatalf("reopen after the crash: %v", err)
-		}
-		return db
-	}
-	// verify checks every container against allowed (ids of all containers).
-	verify := func(db *DB, now int64, allowed map[string][]ckState) (map[string][]int, map[string]ckState) {
-		t.Helper()
-		matched, found := map[string][]int{}, map[string]ckState{}
-		for _, name := range ckContainers {
-			sub := map[string][]ckState{}
-			for id, st := range allowed {
-				if ckContainerOf(id) == name {
-					sub[id] = st
-				}
-			}
-			c, err := db.Container(name)
-			if errors.Is(err, ErrNotFound) && len(sub) == 0 {
-				continue // the first child was killed before creating it
-			}
-			if err != nil {
-				t.Fatalf("reopen after the crash: container %s: %v", name, err)
-			}
-			m, f := ckVerify(t, c, now, sub)
-			for id, v := range m {
-				matched[id] = v
-			}
-			for id, v := range f {
-				found[id] = v
-			}
-		}
-		return matched, found
-	}
-
-	r := 0
-	for ; r < rounds && (r < 2 || time.Since(start) < budget); r++ {
-		clock := int64(t0 + r*ckRoundSecs)
-		res := ckRunChildRound(t, dir, r, clock, seed+uint64(r)*7919, rng)
-		for _, f := range res.fails {
-			t.Errorf("round %d: child: %s", r, f)
-		}
-		if res.exit != "killed" {
-			t.Errorf("round %d: child ended with %s, want killed by SIGKILL", r, res.exit)
-		}
-		for _, bad := range []string{"DATA RACE", "panic:", "fatal error:"} {
-			if strings.Contains(res.stderr, bad) {
-				t.Errorf("round %d: child stderr:\n%s", r, res.stderr)
-				break
-			}
-		}
-		if t.Failed() {
-			t.FailNow()
-		}
-		if res.early {
-			earlyKills++
-		}
-		compacts += res.compacts
-		compactsStarted += res.compactsStarted
-		for id := range res.byID {
-			universe[id] = true
-		}
-		allowed := ckAllowed(t, model, universe, res, clock)
-
-		now := clock + ckRoundSecs // ttl-5 items of this round have expired by now
-		db := open(now)
-		matched, found := verify(db, now, allowed)
-
-		// An unacknowledged batch is whole or absent.
-		for _, req := range res.reqs {
-			if req.acked {
-				acks += len(req.ops)
-				continue
-			}
-			inflight++
-			if len(req.ops) < 2 {
-				continue
-			}
-			verdict := map[bool][]string{}
-			for _, op := range req.ops {
-				m := matched[op.id]
-				applied, notApplied := ckContainsInt(m, 1), ckContainsInt(m, 0)
-				if applied != notApplied { // otherwise both versions look the same now
-					verdict[applied] = append(verdict[applied], op.id)
-				}
-			}
-			if len(verdict[true]) > 0 && len(verdict[false]) > 0 {
-				t.Errorf("round %d: batch %s in flight at the kill is torn: applied to %v, not to %v", r, req.tag, verdict[true], verdict[false])
-			}
-			batchesChecked++
-		}
-		// A version written in flight must carry a newer etag than the one it replaced.
-		for id, ops := range res.byID {
-			last := ops[len(ops)-1]
-			if last.acked || !found[id].present || found[id].w != last.w {
-				continue
-			}
-			var prev string
-			for _, op := range ops[:len(ops)-1] {
-				prev = op.etag
-			}
-			if prev == "" {
-				prev = model[id].etag
-			}
-			if prev != "" && prev != "-" && ckSeqOf(found[id].etag) <= ckSeqOf(prev) {
-				t.Errorf("item %q: in-flight write %s has etag %s, not newer than %s", id, last.w, found[id].etag, prev)
-			}
-		}
-		if err := db.Close(); err != nil {
-			t.Fatalf("round %d: close: %v", r, err)
-		}
-		if m, err := readManifest(dir); err == nil && m.JournalFrom > journalFrom {
-			journalFrom = m.JournalFrom
-			sealRounds++
-		}
-		if t.Failed() {
-			t.Fatalf("round %d (clock %d, killed %v after %s): state check failed; dir %s", r, clock, res.killAfter, map[bool]string{true: "start", false: "ready"}[res.early], dir)
-		}
-		model = found
-	}
-
-	// Finally: compaction after all those crashes changes nothing visible,
-	// and neither does a clean restart.
-	now := int64(t0 + r*ckRoundSecs)
-	db := open(now)
-	verify(db, now, ckExact(model, universe))
-	for _, name := range ckContainers {
-		c, err := db.Container(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Compact(context.Background()); err != nil {
-			t.Fatalf("final Compact of %s: %v", name, err)
-		}
-		verify(db, now, ckExact(model, universe))
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db = open(now)
-	verify(db, now, ckExact(model, universe))
-	db.Close()
-
-	t.Logf("%d rounds in %s: %d acknowledged writes, %d in flight at a kill, %d unacknowledged batches checked, %d kills during Open, %d rounds sealed, %d compactions started, %d finished; %d items live at the end",
-		r, time.Since(start).Round(time.Millisecond), acks, inflight, batchesChecked, earlyKills, sealRounds, compactsStarted, compacts, len(model))
-	if acks == 0 {
-		t.Error("no write was acknowledged in any round: the test exercised nothing")
-	}
-}
-
-func ckContainsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // ---------------------------------------------------------------------------
