@@ -286,6 +286,7 @@ func (c *Container) apply(r *commitReq) {
 		rec := &r.recs[i]
 		c.applyRecord(*rec, r.sizes[i])
 		if rec.Op == segment.OpPut {
+			c.indexWriteLocked(&r.ops[i], rec)
 			r.items[i] = makeItem(rec)
 		}
 	}

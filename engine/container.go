@@ -34,6 +34,8 @@ type Container struct {
 	// tell without the write lock whether expiries are waiting to be marked.
 	nextDue atomic.Int64
 
+	ix indexState // secondary-index upkeep, see indexer.go
+
 	stats counters
 }
 
@@ -59,6 +61,7 @@ func newContainer(db *DB, num uint32, props ContainerProperties, h policy.Histor
 	}
 	c.idx = c.newIndex()
 	c.nextDue.Store(index.Never)
+	c.setIndexingLocked(props)
 	return c
 }
 
@@ -108,11 +111,14 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 			c.mu.Unlock()
 			return err
 		}
+		c.mu.Lock()
 		if ttlChanged {
-			c.mu.Lock()
 			c.refileLocked(now)
-			c.mu.Unlock()
 		}
+		if !sameIndexing(old, props) {
+			c.setIndexingLocked(props)
+		}
+		c.mu.Unlock()
 		return nil
 	})
 }
@@ -137,41 +143,51 @@ func (c *Container) Read(ctx context.Context, id string) (Item, error) {
 }
 
 func (c *Container) read(id string, now int64) (Item, error) {
-	if err := c.db.usable(); err != nil {
+	var rec segment.Record
+	if err := c.fetch(id, now, &rec); err != nil {
 		return Item{}, err
+	}
+	return makeItem(&rec), nil
+}
+
+// fetch loads the newest record of item id into rec, if the item is live
+// at now; otherwise it fails with ErrNotFound. Reads, scans and queries all
+// come through here, so each checks expiry at the moment it reads.
+func (c *Container) fetch(id string, now int64, rec *segment.Record) error {
+	if err := c.db.usable(); err != nil {
+		return err
 	}
 	c.mu.RLock()
 	if c.deleted {
 		c.mu.RUnlock()
-		return Item{}, c.notFound()
+		return c.notFound()
 	}
 	s, ok := c.idx.Lookup(id, now)
 	if !ok {
 		c.mu.RUnlock()
-		return Item{}, fmt.Errorf("%w: item %q in container %q", ErrNotFound, id, c.id)
+		return fmt.Errorf("%w: item %q in container %q", ErrNotFound, id, c.id)
 	}
-	if rec, ok := c.memRecord(s.Loc); ok {
-		it := makeItem(rec)
+	if r, ok := c.memRecord(s.Loc); ok {
+		*rec = *r
 		c.mu.RUnlock()
-		return it, nil
+		return nil
 	}
 	f := c.files[s.Loc.File]
 	if f == nil {
 		c.mu.RUnlock()
-		return Item{}, fmt.Errorf("ebb: item %q: segment %d is not open: %w", id, s.Loc.File, ErrCorrupt)
+		return fmt.Errorf("ebb: item %q: segment %d is not open: %w", id, s.Loc.File, ErrCorrupt)
 	}
 	f.acquire()
 	c.mu.RUnlock()
 	defer f.release()
-	var rec segment.Record
-	if err := f.r.Get(segment.Handle{Block: s.Loc.Block, Off: s.Loc.Off}, &rec); err != nil {
-		return Item{}, fmt.Errorf("ebb: read item %q: %w", id, err)
+	if err := f.r.Get(segment.Handle{Block: s.Loc.Block, Off: s.Loc.Off}, rec); err != nil {
+		return fmt.Errorf("ebb: read item %q: %w", id, err)
 	}
 	if rec.ID != id || rec.Seq != s.Seq || rec.Op != segment.OpPut {
-		return Item{}, fmt.Errorf("ebb: item %q: segment %d block %d offset %d holds %s %q seq %d, index says seq %d: %w",
+		return fmt.Errorf("ebb: item %q: segment %d block %d offset %d holds %s %q seq %d, index says seq %d: %w",
 			id, s.Loc.File, s.Loc.Block, s.Loc.Off, rec.Op, rec.ID, rec.Seq, s.Seq, ErrCorrupt)
 	}
-	return makeItem(&rec), nil
+	return nil
 }
 
 // memRecord finds a record in the active or frozen memtable; c.mu is held.
@@ -335,7 +351,8 @@ func (c *Container) notFound() error {
 func (c *Container) meta() containerMeta {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	m := containerMeta{Num: c.num, ID: c.id, Indexing: c.props.Indexing, History: fromHistory(c.history)}
+	m := containerMeta{Num: c.num, ID: c.id, Indexing: c.props.Indexing, History: fromHistory(c.history),
+		Included: c.props.IncludedPaths, Excluded: c.props.ExcludedPaths}
 	for n, f := range c.files {
 		m.Files = append(m.Files, n)
 		for h := range f.hides {

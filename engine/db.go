@@ -58,6 +58,8 @@ type DB struct {
 	memGen   uint32                // owned by the commit loop
 	sealMu   sync.Mutex            // serializes seals and compactions
 	sealKick chan struct{}
+	// indexKick wakes the index loop (lazy indexing, index builds).
+	indexKick chan struct{}
 
 	// Backpressure: writers wait while memtables hold more than
 	// memLimit bytes, until a seal makes room (roomCh is closed and
@@ -93,6 +95,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		commits:    make(chan *commitReq, 1024),
 		quit:       make(chan struct{}),
 		sealKick:   make(chan struct{}, 1),
+		indexKick:  make(chan struct{}, 1),
 		roomCh:     make(chan struct{}),
 		memGen:     1,
 	}
@@ -104,10 +107,16 @@ func Open(dir string, opts *Options) (*DB, error) {
 		lock.release()
 		return nil, err
 	}
-	db.workers.Add(3)
+	for _, c := range db.byNum {
+		c.mu.Lock()
+		c.setIndexingLocked(c.props) // rebuild the secondary index in the background
+		c.mu.Unlock()
+	}
+	db.workers.Add(4)
 	go db.commitLoop()
 	go db.sealLoop()
 	go db.compactLoop()
+	go db.indexLoop()
 	return db, nil
 }
 

@@ -44,6 +44,8 @@ type containerMeta struct {
 	Num      uint32         `msgpack:"num"`
 	ID       string         `msgpack:"id"`
 	Indexing IndexingMode   `msgpack:"indexing"`
+	Included []string       `msgpack:"included,omitempty"` // ContainerProperties.IncludedPaths
+	Excluded []string       `msgpack:"excluded,omitempty"` // ContainerProperties.ExcludedPaths
 	History  []historyEntry `msgpack:"history"`
 	Files    []uint32       `msgpack:"files"`
 	// Hides lists, per file, the files that may hold older versions of its

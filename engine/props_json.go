@@ -13,9 +13,34 @@ import (
 type propsJSON struct {
 	ID             string          `json:"id"`
 	DefaultTTL     json.RawMessage `json:"defaultTtl,omitempty"`
-	IndexingPolicy *struct {
-		IndexingMode string `json:"indexingMode"`
-	} `json:"indexingPolicy,omitempty"`
+	IndexingPolicy *indexingJSON   `json:"indexingPolicy,omitempty"`
+}
+
+// indexingJSON is Cosmos DB's indexingPolicy object.
+type indexingJSON struct {
+	IndexingMode  string     `json:"indexingMode"`
+	IncludedPaths []pathJSON `json:"includedPaths,omitempty"`
+	ExcludedPaths []pathJSON `json:"excludedPaths,omitempty"`
+}
+
+type pathJSON struct {
+	Path string `json:"path"`
+}
+
+func toPathJSON(paths []string) []pathJSON {
+	var out []pathJSON
+	for _, p := range paths {
+		out = append(out, pathJSON{p})
+	}
+	return out
+}
+
+func fromPathJSON(paths []pathJSON) []string {
+	var out []string
+	for _, p := range paths {
+		out = append(out, p.Path)
+	}
+	return out
 }
 
 // MarshalJSON writes the properties in Cosmos DB's JSON shape.
@@ -25,9 +50,11 @@ func (p ContainerProperties) MarshalJSON() ([]byte, error) {
 	if p.DefaultTTL != nil {
 		j.DefaultTTL = json.RawMessage(fmt.Sprint(*p.DefaultTTL))
 	}
-	j.IndexingPolicy = &struct {
-		IndexingMode string `json:"indexingMode"`
-	}{p.Indexing.String()}
+	j.IndexingPolicy = &indexingJSON{
+		IndexingMode:  p.Indexing.String(),
+		IncludedPaths: toPathJSON(p.IncludedPaths),
+		ExcludedPaths: toPathJSON(p.ExcludedPaths),
+	}
 	return json.Marshal(j)
 }
 
@@ -65,6 +92,8 @@ func (p *ContainerProperties) UnmarshalJSON(b []byte) error {
 		default:
 			return fmt.Errorf("%w: indexingMode %q is not consistent, lazy or none", ErrInvalidProperties, j.IndexingPolicy.IndexingMode)
 		}
+		out.IncludedPaths = fromPathJSON(j.IndexingPolicy.IncludedPaths)
+		out.ExcludedPaths = fromPathJSON(j.IndexingPolicy.ExcludedPaths)
 	}
 	*p = out
 	return nil

@@ -47,7 +47,7 @@ func (db *DB) recover() error {
 		if len(h) == 0 {
 			return fmt.Errorf("ebb: manifest: container %q has no policy history: %w", cm.ID, ErrCorrupt)
 		}
-		props := ContainerProperties{ID: cm.ID, DefaultTTL: h.Current(), Indexing: cm.Indexing}
+		props := ContainerProperties{ID: cm.ID, DefaultTTL: h.Current(), Indexing: cm.Indexing, IncludedPaths: cm.Included, ExcludedPaths: cm.Excluded}
 		c := newContainer(db, cm.Num, props, h)
 		db.containers[cm.ID] = c
 		db.byNum[cm.Num] = c

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/ebbdb/ebb/policy"
@@ -47,6 +48,14 @@ type ContainerProperties struct {
 	DefaultTTL *int32
 	// Indexing is the indexing mode.
 	Indexing IndexingMode
+	// IncludedPaths and ExcludedPaths choose the paths that consistent and
+	// lazy indexing keep, in Cosmos DB's indexing-policy syntax: "/*" (every
+	// path), "/name/?" (the scalar at name), "/address/*" (everything under
+	// address), "/tags/[]/?" (the scalars in the array tags). The most
+	// specific path wins; on a tie, excluded wins. Both empty: every path
+	// but "/_etag/?" is indexed.
+	IncludedPaths []string
+	ExcludedPaths []string
 }
 
 func (p ContainerProperties) validate() error {
@@ -64,13 +73,15 @@ func (p ContainerProperties) validate() error {
 			return fmt.Errorf("%w: container %q: defaultTtl %d needs indexing mode consistent or lazy, not none", ErrInvalidProperties, p.ID, *p.DefaultTTL)
 		}
 	}
-	return nil
+	return p.validatePaths()
 }
 
 func (p ContainerProperties) clone() ContainerProperties {
 	if p.DefaultTTL != nil {
 		p.DefaultTTL = TTL(*p.DefaultTTL)
 	}
+	p.IncludedPaths = slices.Clone(p.IncludedPaths)
+	p.ExcludedPaths = slices.Clone(p.ExcludedPaths)
 	return p
 }
 

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+
+	"github.com/ebbdb/ebb/index"
 )
 
 // opKind is what one write does.
@@ -26,6 +28,12 @@ type op struct {
 	ttl     int32  // the item's own ttl: 0 absent, -1, n
 	body    []byte // stored form: system properties stripped
 	ifMatch string
+
+	// terms are the document's secondary-index terms, computed by the
+	// writer under indexing policy generation termsGen (consistent mode).
+	terms    []index.Term
+	termsGen uint64
+	termsSet bool
 }
 
 func newOp(kind opKind, doc []byte, opts []WriteOption) (op, error) {
@@ -83,6 +91,7 @@ func (c *Container) writeDoc(ctx context.Context, kind opKind, doc []byte, opts 
 	if err != nil {
 		return Item{}, fmt.Errorf("%s in container %q: %w", kind, c.ID(), err)
 	}
+	c.writeTerms(&o)
 	items, err := c.commit(ctx, []op{o})
 	if err != nil {
 		return Item{}, err
@@ -161,6 +170,9 @@ func (c *Container) ExecuteBatch(ctx context.Context, b *Batch) ([]Item, error) 
 			return nil, fmt.Errorf("%w: batch operations %d and %d both write item %q", ErrInvalidDocument, j, i, o.id)
 		}
 		seen[o.id] = i
+	}
+	for i := range b.ops {
+		c.writeTerms(&b.ops[i])
 	}
 	return c.commit(ctx, b.ops)
 }

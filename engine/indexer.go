@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/ebbdb/ebb/engine/query"
+	"github.com/ebbdb/ebb/index"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// Secondary indexes: each item's terms (path = scalar value pairs, see
+// query.Terms) are kept in the container's index as roaring bitmaps of
+// slots, so that queries find candidates without reading documents.
+//
+//   - IndexingConsistent: the writer computes a document's terms before the
+//     commit (outside every lock) and they are set under the container lock
+//     together with the write, so a query sees its own writes.
+//   - IndexingLazy: the write is queued and the index loop sets its terms a
+//     moment later. A query may miss an item written since (it is found once
+//     indexed) and may be handed a stale candidate, which the re-check of
+//     every fetched document drops: it never returns an item that does not
+//     match.
+//   - IndexingNone: no terms; queries scan.
+//
+// Terms are not stored on disk. At Open, and whenever the indexing policy
+// changes, the index loop rebuilds them from the documents in the
+// background; until it is done queries scan (still exact, only slower) and
+// Explain says so. Expired items are never indexed by a build: they are
+// invisible, and their slots are dropped by every query anyway.
+
+// indexConfig is the indexing policy in force, immutable once published:
+// writers read it without a lock.
+type indexConfig struct {
+	mode  IndexingMode
+	paths *query.PathMatcher // nil for IndexingNone
+	gen   uint64             // bumped by every policy change
+}
+
+// indexed reports whether terms at term path p are kept.
+func (cfg *indexConfig) indexed(p string) bool {
+	return cfg.paths != nil && cfg.paths.Indexed(p)
+}
+
+// indexState is a container's secondary-index upkeep; guarded by c.mu
+// except cfg, which is published atomically.
+type indexState struct {
+	cfg   atomic.Pointer[indexConfig]
+	ready bool       // every live item's terms are set: queries may use them
+	build []string   // ids whose terms the running build has yet to set
+	lazy  []lazyItem // lazy mode: writes whose terms are not set yet
+	// inflight counts the lazy writes and build ids an index step has
+	// taken and not yet set: the index lags while it is not zero.
+	inflight int
+}
+
+// laggingLocked reports whether writes or a build wait to reach the
+// secondary index; c.mu is held.
+func (c *Container) indexLaggingLocked() bool {
+	return !c.ix.ready || len(c.ix.lazy) > 0 || len(c.ix.build) > 0 || c.ix.inflight > 0
+}
+
+// lazyItem is a write whose terms the index loop has yet to set.
+type lazyItem struct {
+	id   string
+	seq  uint64
+	ts   int64
+	body []byte // stored form
+}
+
+// Batch sizes of the index loop: the container lock is taken once per
+// batch, so foreground requests never wait long on index upkeep.
+const (
+	indexBuildBatch = 512
+	indexLazyBatch  = 1024
+)
+
+// setIndexing installs the indexing policy of props and starts a rebuild
+// of every live item's terms; c.mu is held for writing.
+func (c *Container) setIndexingLocked(props ContainerProperties) {
+	var gen uint64
+	if old := c.ix.cfg.Load(); old != nil {
+		gen = old.gen + 1
+	}
+	cfg := &indexConfig{mode: props.Indexing, gen: gen}
+	if props.Indexing != IndexingNone {
+		m, err := props.pathPolicy().Compile()
+		if err != nil {
+			// validate() compiled the same paths: not reachable with
+			// properties that were accepted.
+			m = nil
+		}
+		cfg.paths = m
+	}
+	c.ix.cfg.Store(cfg)
+	c.idx.ClearTerms()
+	c.ix.lazy = nil
+	c.ix.build = nil
+	c.ix.ready = cfg.mode == IndexingNone
+	if cfg.mode == IndexingNone || cfg.paths == nil {
+		return
+	}
+	now := c.db.clock.highest()
+	c.idx.Each(func(s *index.Slot, expired bool) bool {
+		if !expired && c.idx.ExpiresAt(s) > now {
+			c.ix.build = append(c.ix.build, s.ID)
+		}
+		return true
+	})
+	c.ix.ready = len(c.ix.build) == 0
+	c.db.kickIndex()
+}
+
+// writeTerms computes the terms of an op's document ahead of its commit,
+// in consistent mode; the system properties' terms are added at apply,
+// when _ts and _etag are known.
+func (c *Container) writeTerms(o *op) {
+	cfg := c.ix.cfg.Load()
+	if o.kind == opDelete || cfg == nil || cfg.mode != IndexingConsistent || cfg.paths == nil {
+		return
+	}
+	o.termsGen = cfg.gen
+	o.terms = bodyTerms(o.body, cfg, nil)
+	o.termsSet = true
+}
+
+// bodyTerms appends the terms of a stored body to dst, read straight from
+// its JSON. A body that does not decode (not reachable: it was validated)
+// has no terms, and queries re-check documents, so the cost is a missed
+// candidate, never a wrong one.
+func bodyTerms(body []byte, cfg *indexConfig, dst []index.Term) []index.Term {
+	if cfg.paths == nil {
+		return dst
+	}
+	var buf [32]query.Term // most documents' terms fit: no slice on the heap
+	qt, err := cfg.paths.TermsJSON(body, buf[:0])
+	if err != nil {
+		return dst
+	}
+	dst = slices.Grow(dst, len(qt)+2) // +2: room for systemTerms
+	for _, t := range qt {
+		dst = append(dst, index.Term(t))
+	}
+	return dst
+}
+
+// systemTerms appends the terms of the system properties a write sets.
+func systemTerms(cfg *indexConfig, ts int64, seq uint64, dst []index.Term) []index.Term {
+	if cfg.indexed("/_ts") {
+		if k, ok := query.Key(query.NumberValue(float64(ts))); ok {
+			dst = append(dst, index.Term{Path: "/_ts", Key: k})
+		}
+	}
+	if cfg.indexed("/_etag") {
+		if k, ok := query.Key(query.StringValue(etagOf(seq))); ok {
+			dst = append(dst, index.Term{Path: "/_etag", Key: k})
+		}
+	}
+	return dst
+}
+
+// indexWriteLocked keeps the secondary index up with one applied put;
+// c.mu is held for writing.
+func (c *Container) indexWriteLocked(o *op, rec *segment.Record) {
+	cfg := c.ix.cfg.Load()
+	switch {
+	case cfg == nil || cfg.paths == nil:
+	case cfg.mode == IndexingConsistent:
+		terms := o.terms
+		if !o.termsSet || o.termsGen != cfg.gen {
+			terms = bodyTerms(rec.Body, cfg, nil) // the policy changed since the writer computed them
+		}
+		terms = systemTerms(cfg, rec.TS, rec.Seq, terms)
+		c.idx.SetTerms(rec.ID, rec.Seq, terms)
+	case cfg.mode == IndexingLazy:
+		c.ix.lazy = append(c.ix.lazy, lazyItem{id: rec.ID, seq: rec.Seq, ts: rec.TS, body: rec.Body})
+		c.db.kickIndex()
+	}
+}
+
+// indexStep does one batch of index upkeep for c: lazy writes first, then
+// the running build. It reports whether work is left.
+func (c *Container) indexStep() (more bool) {
+	c.mu.Lock()
+	if c.deleted {
+		c.mu.Unlock()
+		return false
+	}
+	cfg := c.ix.cfg.Load()
+	lazy := c.ix.lazy
+	if len(lazy) > indexLazyBatch {
+		lazy = lazy[:indexLazyBatch:indexLazyBatch]
+	}
+	c.ix.lazy = c.ix.lazy[len(lazy):]
+	var build []string
+	if len(lazy) == 0 {
+		n := min(len(c.ix.build), indexBuildBatch)
+		build = c.ix.build[len(c.ix.build)-n:]
+		c.ix.build = c.ix.build[:len(c.ix.build)-n]
+	}
+	c.ix.inflight += len(lazy) + len(build)
+	c.mu.Unlock()
+
+	type update struct {
+		id    string
+		seq   uint64
+		terms []index.Term
+	}
+	var ups []update
+	for _, l := range lazy {
+		t := systemTerms(cfg, l.ts, l.seq, bodyTerms(l.body, cfg, nil))
+		ups = append(ups, update{l.id, l.seq, t})
+	}
+	var rec segment.Record
+	for _, id := range build {
+		if err := c.fetch(id, c.db.clock.now(), &rec); err != nil {
+			continue // gone, expired, or unreadable: nothing to index
+		}
+		t := systemTerms(cfg, rec.TS, rec.Seq, bodyTerms(rec.Body, cfg, nil))
+		ups = append(ups, update{id, rec.Seq, t})
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ix.inflight -= len(lazy) + len(build)
+	if c.deleted || c.ix.cfg.Load() != cfg {
+		return !c.deleted // the policy changed meanwhile: the new build starts over
+	}
+	for _, u := range ups {
+		if seq, ok := c.idx.TermsSeq(u.id); ok && seq >= u.seq {
+			continue // a newer write already set its terms
+		}
+		c.idx.SetTerms(u.id, u.seq, u.terms)
+	}
+	if len(c.ix.build) == 0 && !c.ix.ready {
+		c.ix.ready = true
+	}
+	return len(c.ix.lazy) > 0 || len(c.ix.build) > 0
+}
+
+// indexUsable reports whether queries may use the secondary index, and
+// why not; c.mu is held.
+func (c *Container) indexUsableLocked() (bool, string) {
+	cfg := c.ix.cfg.Load()
+	switch {
+	case cfg == nil || cfg.mode == IndexingNone:
+		return false, "indexing mode none"
+	case !c.ix.ready:
+		return false, "index building: " + strconv.Itoa(len(c.ix.build)) + " items to go"
+	}
+	return true, ""
+}
+
+// indexLoop does the index upkeep of every container: lazy writes and
+// builds, a batch per container in turn, until none is left.
+func (db *DB) indexLoop() {
+	defer db.workers.Done()
+	for {
+		select {
+		case <-db.quit:
+			return
+		case <-db.indexKick:
+		}
+		for more := true; more; {
+			more = false
+			for _, c := range db.containerList() {
+				select {
+				case <-db.quit:
+					return
+				default:
+				}
+				if c.indexStep() {
+					more = true
+				}
+			}
+		}
+	}
+}
+
+// kickIndex wakes the index loop.
+func (db *DB) kickIndex() {
+	select {
+	case db.indexKick <- struct{}{}:
+	default:
+	}
+}
+
+// sameIndexing reports whether two properties index the same way.
+func sameIndexing(a, b ContainerProperties) bool {
+	return a.Indexing == b.Indexing && slices.Equal(a.IncludedPaths, b.IncludedPaths) && slices.Equal(a.ExcludedPaths, b.ExcludedPaths)
+}
+
+// pathPolicy is the include/exclude part of the indexing policy.
+func (p ContainerProperties) pathPolicy() query.PathPolicy {
+	return query.PathPolicy{Included: p.IncludedPaths, Excluded: p.ExcludedPaths}
+}
+
+// validatePaths checks the include/exclude paths of the indexing policy.
+func (p ContainerProperties) validatePaths() error {
+	if _, err := p.pathPolicy().Compile(); err != nil {
+		return fmt.Errorf("%w: container %q: indexing policy: %w", ErrInvalidProperties, p.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/ebbdb/ebb/engine/query"
+	"github.com/ebbdb/ebb/index"
+)
+
+// Param is a query parameter: Name with its "@", and a Go value that maps
+// to JSON (nil, bool, numbers, string, []any, map[string]any,
+// json.RawMessage).
+type Param struct {
+	Name  string
+	Value any
+}
+
+// Query runs a query in Cosmos DB's SQL dialect (the subset that package
+// query documents) over the container's live items:
+//
+//	for it, err := range c.Query(ctx, "SELECT * FROM c WHERE c.user = @u ORDER BY c.n DESC", engine.Param{Name: "@u", Value: "x"}) { ... }
+//
+// Expired items are never in a result or a count: candidates drop every
+// slot marked expired with one AndNot, and each item is checked against
+// the clock again when it is read. Results come in ORDER BY order (ties
+// by id) or, without ORDER BY, in id order, so OFFSET and LIMIT page
+// deterministically.
+//
+// Each yielded Item carries the source item's ID, TS and ETag; Body is the
+// projection (the whole document for SELECT *). A COUNT yields one Item
+// whose Body is the count and whose other fields are empty. Parse errors
+// wrap query.ErrSyntax and name the position and token; other bad queries
+// wrap query.ErrInvalidQuery.
+//
+// Consistent indexing answers from the secondary index and sees the
+// query's own writes; lazy indexing may miss writes of the last moments;
+// with IndexingNone, or while the index is being built after Open or a
+// policy change, queries scan every live item: the same results, more
+// slowly. Explain tells which.
+func (c *Container) Query(ctx context.Context, sql string, params ...Param) iter.Seq2[Item, error] {
+	return func(yield func(Item, error) bool) {
+		q, err := c.prepareQuery(sql, params)
+		if err != nil {
+			yield(Item{}, err)
+			return
+		}
+		c.runQuery(ctx, q, yield)
+	}
+}
+
+// Explain says how Query would run sql now: which indexes it would use and
+// what it would re-check or scan.
+func (c *Container) Explain(sql string, params ...Param) (string, error) {
+	q, err := c.prepareQuery(sql, params)
+	if err != nil {
+		return "", err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.deleted {
+		return "", c.notFound()
+	}
+	plan, why := c.planLocked(q)
+	var b strings.Builder
+	fmt.Fprintf(&b, "container %q, indexing %s", c.id, c.props.Indexing)
+	if why != "" {
+		fmt.Fprintf(&b, " (%s)", why)
+	}
+	b.WriteString("\n")
+	b.WriteString(plan.String())
+	b.WriteString("\ndrop expired: one AndNot of the expired bitmap, then the inline expiry check")
+	if q.IsCount() && plan.Access != nil && plan.Exact && !q.CountNeedsDocs() {
+		b.WriteString("\ncount from the index: no document is read")
+	}
+	return b.String(), nil
+}
+
+func (c *Container) prepareQuery(sql string, params []Param) (*query.Bound, error) {
+	q, err := query.Parse(sql)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.id, err)
+	}
+	vals := make(map[string]query.Value, len(params))
+	for _, p := range params {
+		v, err := query.FromGo(p.Value)
+		if err != nil {
+			if !errors.Is(err, query.ErrInvalidQuery) {
+				err = fmt.Errorf("%w: %w", query.ErrInvalidQuery, err)
+			}
+			return nil, fmt.Errorf("container %q: parameter %s: %w", c.id, p.Name, err)
+		}
+		vals[p.Name] = v
+	}
+	b, err := q.Bind(vals)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.id, err)
+	}
+	return b, nil
+}
+
+// planLocked plans q against the index as it is; c.mu is held.
+func (c *Container) planLocked(q *query.Bound) (*query.Plan, string) {
+	usable, why := c.indexUsableLocked()
+	cfg := c.ix.cfg.Load()
+	indexed := func(p string) bool { return usable && cfg.indexed(p) }
+	return q.Plan(indexed), why
+}
+
+// candidates are the slots a query reads, taken under the lock.
+type candidates struct {
+	plan  *query.Plan
+	slots []index.Slot // in id order; or, for an index walk, in ORDER BY order
+	exact bool         // the index alone decided the WHERE for these slots
+	// walked: slots are in ORDER BY order from the index, and rest holds
+	// the candidates without a scalar at the ORDER BY path (undefined,
+	// arrays, objects), in id order, for the caller to place.
+	walked bool
+	rest   []index.Slot
+}
+
+// collect plans q and returns the live slots it must read.
+func (c *Container) collect(q *query.Bound, now int64) (candidates, error) {
+	c.advanceInSteps(now)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.deleted {
+		return candidates{}, c.notFound()
+	}
+	plan, _ := c.planLocked(q)
+	var bm *roaring.Bitmap
+	if plan.Access == nil {
+		bm = c.idx.LiveBitmap()
+	} else {
+		bm = c.evalAccess(plan.Access)
+		c.idx.DropExpired(bm) // one AndNot of the expired set
+	}
+	out := candidates{plan: plan, exact: plan.Access != nil && plan.Exact}
+	if o := plan.Order; o != nil && o.Indexed && c.ix.cfg.Load().mode == IndexingConsistent && !q.IsCount() {
+		out.walked = true
+		seen := roaring.New()
+		c.idx.TermWalk(o.Path, o.Desc, func(_ string, slots *roaring.Bitmap) bool {
+			group := roaring.And(slots, bm)
+			seen.Or(group)
+			out.slots = c.liveSlotsLocked(group, now, out.slots)
+			return true
+		})
+		bm.AndNot(seen)
+		out.rest = c.liveSlotsLocked(bm, now, nil)
+		return out, nil
+	}
+	out.slots = c.liveSlotsLocked(bm, now, make([]index.Slot, 0, bm.GetCardinality()))
+	return out, nil
+}
+
+// liveSlotsLocked appends the slots of bm live at now to dst, in id order
+// among themselves; c.mu is held.
+func (c *Container) liveSlotsLocked(bm *roaring.Bitmap, now int64, dst []index.Slot) []index.Slot {
+	start := len(dst)
+	it := bm.Iterator()
+	for it.HasNext() {
+		if s, ok := c.idx.SlotAt(it.Next(), now); ok { // the inline expiry check
+			dst = append(dst, s)
+		}
+	}
+	slices.SortFunc(dst[start:], func(a, b index.Slot) int { return cmp.Compare(a.ID, b.ID) })
+	return dst
+}
+
+// evalAccess computes the slots an access path names; c.mu is held.
+func (c *Container) evalAccess(a *query.Access) *roaring.Bitmap {
+	switch a.Kind {
+	case query.Eq:
+		return c.idx.TermEq(a.Path, a.Keys...)
+	case query.Range:
+		return c.idx.TermRange(a.Path, index.KeyBound(a.Lo), index.KeyBound(a.Hi))
+	case query.Prefix:
+		return c.idx.TermPrefix(a.Path, a.Keys[0])
+	case query.And:
+		bms := make([]*roaring.Bitmap, len(a.Children))
+		for i, ch := range a.Children {
+			bms[i] = c.evalAccess(ch)
+		}
+		return roaring.FastAnd(bms...)
+	case query.Or:
+		bms := make([]*roaring.Bitmap, len(a.Children))
+		for i, ch := range a.Children {
+			bms[i] = c.evalAccess(ch)
+		}
+		return roaring.FastOr(bms...)
+	}
+	return c.idx.LiveBitmap()
+}

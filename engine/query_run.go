@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/ebbdb/ebb/engine/query"
+	"github.com/ebbdb/ebb/index"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// Query execution: the candidates from collect are read one by one, each
+// checked against the clock and the WHERE as it is read, then sorted,
+// windowed and projected.
+
+// runQuery executes q and yields its results.
+func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Item, error) bool) {
+	if err := c.db.usable(); err != nil {
+		yield(Item{}, err)
+		return
+	}
+	cands, err := c.collect(q, c.db.clock.now())
+	if err != nil {
+		yield(Item{}, err)
+		return
+	}
+	switch {
+	case q.IsCount():
+		c.runCount(ctx, q, cands, yield)
+	case cands.walked:
+		c.runWalk(ctx, q, cands, yield)
+	case cands.plan.Order != nil:
+		c.runOrdered(ctx, q, cands, yield)
+	default:
+		c.runScan(ctx, q, cands, yield)
+	}
+}
+
+// doc is one fetched, matching item of a query.
+type doc struct {
+	rec segment.Record
+	val query.Value
+}
+
+// fetchMatch reads slot s's item as of now and evaluates the WHERE on it.
+// An item that is gone, expired or changed so that it no longer matches
+// reports false: the query runs against what is live as each item is read.
+func (c *Container) fetchMatch(q *query.Bound, s *index.Slot, d *doc) (bool, error) {
+	if err := c.fetch(s.ID, c.db.clock.now(), &d.rec); err != nil {
+		if isNotFound(err) && !c.isDeleted() {
+			return false, nil
+		}
+		return false, err
+	}
+	etag := etagOf(d.rec.Seq)
+	v, err := query.Decode(renderBody(nil, d.rec.Body, d.rec.TS, etag))
+	if err != nil {
+		return false, fmt.Errorf("ebb: item %q: stored body does not decode: %w: %w", s.ID, err, ErrCorrupt)
+	}
+	d.val = v
+	return q.Match(v), nil
+}
+
+// window applies TOP or OFFSET/LIMIT to projected results.
+type window struct {
+	skip, limit int64 // limit < 0: none
+}
+
+func newWindow(q *query.Bound) *window {
+	skip, limit := q.Window()
+	return &window{skip, limit}
+}
+
+// full reports whether the window has all it will take.
+func (w *window) full() bool { return w.limit == 0 }
+
+// offer projects d and yields it if the window takes it; it reports
+// whether to go on.
+func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) bool {
+	if w.limit == 0 {
+		return false
+	}
+	v, ok := q.Project(d.val)
+	if !ok {
+		return true // SELECT VALUE of an undefined value: nothing to emit
+	}
+	if w.skip > 0 {
+		w.skip--
+		return true
+	}
+	if w.limit > 0 {
+		w.limit--
+	}
+	return yield(Item{ID: d.rec.ID, TS: d.rec.TS, ETag: etagOf(d.rec.Seq), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
+}
+
+// runScan yields the matching items in id order, reading them one by one.
+func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
+	w := newWindow(q)
+	var d doc
+	for i := range cands.slots {
+		if w.full() {
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(Item{}, err)
+			return
+		}
+		ok, err := c.fetchMatch(q, &cands.slots[i], &d)
+		if err != nil {
+			yield(Item{}, err)
+			return
+		}
+		if ok && !w.offer(q, &d, yield) {
+			return
+		}
+	}
+}
+
+// runCount yields the count. When the index answered the WHERE exactly and
+// the count needs no property of the items, no document is read.
+func (c *Container) runCount(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
+	var n int64
+	if cands.exact && !q.CountNeedsDocs() {
+		n = int64(len(cands.slots))
+	} else {
+		var d doc
+		for i := range cands.slots {
+			if err := ctx.Err(); err != nil {
+				yield(Item{}, err)
+				return
+			}
+			ok, err := c.fetchMatch(q, &cands.slots[i], &d)
+			if err != nil {
+				yield(Item{}, err)
+				return
+			}
+			if ok && q.CountItem(d.val) {
+				n++
+			}
+		}
+	}
+	yield(Item{Body: q.CountResult(n).AppendJSON(nil)}, nil)
+}
+
+// keyedDoc is a fetched document with its ORDER BY value.
+type keyedDoc struct {
+	key query.Value
+	d   doc
+}
+
+// sortKeyed sorts by ORDER BY value, ties by id ascending either way.
+func sortKeyed(ds []keyedDoc, desc bool) {
+	slices.SortFunc(ds, func(a, b keyedDoc) int {
+		return query.CompareOrder(a.key, a.d.rec.ID, b.key, b.d.rec.ID, desc)
+	})
+}
+
+// runOrdered yields matching items by the ORDER BY value: it reads every
+// candidate and sorts them. (runWalk avoids that when an index can.)
+func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
+	var all []keyedDoc
+	for i := range cands.slots {
+		if err := ctx.Err(); err != nil {
+			yield(Item{}, err)
+			return
+		}
+		var d doc
+		ok, err := c.fetchMatch(q, &cands.slots[i], &d)
+		if err != nil {
+			yield(Item{}, err)
+			return
+		}
+		if ok {
+			all = append(all, keyedDoc{q.OrderKey(d.val), d})
+		}
+	}
+	_, desc, _ := q.OrderBy()
+	sortKeyed(all, desc)
+	w := newWindow(q)
+	for i := range all {
+		if !w.offer(q, &all[i].d, yield) {
+			return
+		}
+	}
+}
+
+// runWalk yields matching items in the order an index walk gave, reading
+// documents only as far as the window needs. The candidates with no scalar
+// at the ORDER BY path are read first: undefined ones sort before every
+// value, arrays and objects after.
+func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
+	_, desc, _ := q.OrderBy()
+	var undef, complexVals []keyedDoc
+	for i := range cands.rest {
+		var d doc
+		ok, err := c.fetchMatch(q, &cands.rest[i], &d)
+		if err != nil {
+			yield(Item{}, err)
+			return
+		}
+		if !ok {
+			continue
+		}
+		if k := q.OrderKey(d.val); k.Kind() == query.Undefined {
+			undef = append(undef, keyedDoc{k, d})
+		} else {
+			complexVals = append(complexVals, keyedDoc{k, d})
+		}
+	}
+	sortKeyed(complexVals, desc)
+	first, last := undef, complexVals
+	if desc {
+		first, last = complexVals, undef
+	}
+	w := newWindow(q)
+	for i := range first {
+		if !w.offer(q, &first[i].d, yield) {
+			return
+		}
+	}
+	var d doc
+	for i := range cands.slots {
+		if w.full() {
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(Item{}, err)
+			return
+		}
+		ok, err := c.fetchMatch(q, &cands.slots[i], &d)
+		if err != nil {
+			yield(Item{}, err)
+			return
+		}
+		if ok && !w.offer(q, &d, yield) {
+			return
+		}
+	}
+	for i := range last {
+		if !w.offer(q, &last[i].d, yield) {
+			return
+		}
+	}
+}

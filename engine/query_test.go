@@ -1,0 +1,293 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ebbdb/ebb/engine/query"
+)
+
+// The fixed dataset of the query table: every operator has items it
+// matches and items it must not, including mixed types and missing
+// properties.
+var queryDocs = []string{
+	`{"id":"a","n":1,"s":"apple","b":true,"tags":["x","y"],"o":{"x":1}}`,
+	`{"id":"b","n":2,"s":"banana","b":false,"tags":["y"],"o":{"x":2}}`,
+	`{"id":"c","n":3,"s":"apricot","tags":[],"o":{"x":"3"}}`,
+	`{"id":"d","n":"3","s":"Apple","b":true,"o":{}}`,
+	`{"id":"e","n":null,"s":"","tags":["x"]}`,
+	`{"id":"f","n":2.5,"b":true,"tags":["z","x"],"o":{"x":2}}`,
+	`{"id":"g","s":"cherry","n":10,"ttl":-1}`,
+	`{"id":"h","n":-1,"s":"date","o":{"x":[1,2]}}`,
+}
+
+// queryCase is one query of the table and what it must return: ids for
+// SELECT *, bodies (canonical JSON) otherwise.
+type queryCase struct {
+	sql    string
+	params []Param
+	want   string // ids joined by "," or canonical bodies joined by " "
+}
+
+var queryCases = []queryCase{
+	{sql: `SELECT * FROM c`, want: "a,b,c,d,e,f,g,h"},
+	{sql: `SELECT * FROM c WHERE c.n = 2`, want: "b"},
+	{sql: `SELECT * FROM c WHERE c.n = 3`, want: "c"},
+	{sql: `SELECT * FROM c WHERE c.n = '3'`, want: "d"},
+	{sql: `SELECT * FROM c WHERE c.n != 2`, want: "a,c,f,g,h"},
+	{sql: `SELECT * FROM c WHERE c.n > 2`, want: "c,f,g"},
+	{sql: `SELECT * FROM c WHERE c.n >= 2 AND c.n < 10`, want: "b,c,f"},
+	{sql: `SELECT * FROM c WHERE c.n <= 1`, want: "a,h"},
+	{sql: `SELECT * FROM c WHERE c.s > 'b'`, want: "b,g,h"},
+	{sql: `SELECT * FROM c WHERE c.n IN (1, 3, '3')`, want: "a,c,d"},
+	{sql: `SELECT * FROM c WHERE c.b = true`, want: "a,d,f"},
+	{sql: `SELECT * FROM c WHERE NOT (c.b = true)`, want: "b"},
+	{sql: `SELECT * FROM c WHERE c.b = true OR c.n = 2`, want: "a,b,d,f"},
+	{sql: `SELECT * FROM c WHERE IS_DEFINED(c.b)`, want: "a,b,d,f"},
+	{sql: `SELECT * FROM c WHERE NOT IS_DEFINED(c.o)`, want: "e,g"},
+	{sql: `SELECT * FROM c WHERE STARTSWITH(c.s, 'ap')`, want: "a,c"},
+	{sql: `SELECT * FROM c WHERE STARTSWITH(c.s, 'ap', true)`, want: "a,c,d"},
+	{sql: `SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 'x')`, want: "a,e,f"},
+	{sql: `SELECT * FROM c WHERE c.o.x = 2`, want: "b,f"},
+	{sql: `SELECT * FROM c WHERE c.o.x > 1`, want: "b,f"},
+	{sql: `SELECT * FROM c WHERE c.n = @n`, params: []Param{{"@n", 2.5}}, want: "f"},
+	{sql: `SELECT * FROM c WHERE c.s = @s AND c.b = @b`, params: []Param{{"@s", "apple"}, {"@b", true}}, want: "a"},
+	{sql: `SELECT * FROM c WHERE c.id = 'g'`, want: "g"},
+	{sql: `SELECT * FROM c WHERE c.ttl = -1`, want: "g"},
+	{sql: `SELECT * FROM c WHERE c.n = null`, want: "e"},
+	{sql: `SELECT VALUE c.s FROM c WHERE c.n > 2`, want: `"apricot" "cherry"`},
+	{sql: `SELECT c.n, c.s FROM c WHERE c.id IN ('a', 'g')`, want: `{"n":1,"s":"apple"} {"n":10,"s":"cherry"}`},
+	{sql: `SELECT c.o.x AS ox FROM c WHERE c.id = 'b'`, want: `{"ox":2}`},
+	{sql: `SELECT VALUE c.n FROM c ORDER BY c.n`, want: `null -1 1 2 2.5 3 10 "3"`},
+	{sql: `SELECT VALUE c.id FROM c WHERE IS_DEFINED(c.n) ORDER BY c.n DESC`, want: `"d" "g" "c" "f" "b" "a" "h" "e"`},
+	{sql: `SELECT TOP 2 VALUE c.id FROM c ORDER BY c.s`, want: `"f" "e"`}, // undefined sorts first
+	{sql: `SELECT VALUE c.id FROM c ORDER BY c.id OFFSET 2 LIMIT 3`, want: `"c" "d" "e"`},
+	{sql: `SELECT VALUE c.id FROM c OFFSET 6 LIMIT 10`, want: `"g" "h"`},
+	{sql: `SELECT VALUE COUNT(1) FROM c`, want: `8`},
+	{sql: `SELECT VALUE COUNT(1) FROM c WHERE c.n > 2`, want: `3`},
+	{sql: `SELECT VALUE COUNT(1) FROM c WHERE c.nothing = 1`, want: `0`},
+}
+
+// resultString renders query results as queryCase.want does.
+func resultString(t testing.TB, sql string, items []Item) string {
+	t.Helper()
+	var parts []string
+	star := strings.HasPrefix(strings.ToUpper(strings.TrimSpace(sql)), "SELECT *")
+	for _, it := range items {
+		if star {
+			parts = append(parts, it.ID)
+		} else {
+			parts = append(parts, canonicalJSON(t, it.Body))
+		}
+	}
+	if star {
+		return strings.Join(parts, ",")
+	}
+	return strings.Join(parts, " ")
+}
+
+// canonicalJSON re-encodes b with sorted keys, for comparisons.
+func canonicalJSON(t testing.TB, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("result %s is not JSON: %v", b, err)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+func runQuery(t testing.TB, c *Container, sql string, params ...Param) []Item {
+	t.Helper()
+	var out []Item
+	for it, err := range c.Query(context.Background(), sql, params...) {
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// waitIndexed waits until c's secondary index is complete and the lazy
+// queue is empty.
+func waitIndexed(t testing.TB, c *Container) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c.mu.RLock()
+		done := !c.indexLaggingLocked()
+		c.mu.RUnlock()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container %q: index not built after 20 s", c.ID())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+var allModes = []IndexingMode{IndexingConsistent, IndexingLazy, IndexingNone}
+
+func TestQueryTable(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range allModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			clk := newFakeClock(t0)
+			db := openTest(t, t.TempDir(), clk)
+			defer db.Close()
+			c := mustCreateContainer(t, db, ContainerProperties{ID: "q", Indexing: mode})
+			for _, d := range queryDocs {
+				if _, err := c.Create(ctx, []byte(d)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitIndexed(t, c)
+			for _, tc := range queryCases {
+				got := resultString(t, tc.sql, runQuery(t, c, tc.sql, tc.params...))
+				if got != tc.want {
+					t.Errorf("%s\n got %s\nwant %s", tc.sql, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestQueryUsesIndex(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock(t0)
+	dir := t.TempDir()
+	db := openTest(t, dir, clk)
+	c := mustCreateContainer(t, db, ContainerProperties{ID: "q"})
+	for _, d := range queryDocs {
+		if _, err := c.Create(ctx, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	explain := func(sql string) string {
+		t.Helper()
+		s, err := c.Explain(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := explain(`SELECT * FROM c WHERE c.n = 2`); !strings.Contains(s, "/n") || strings.Contains(s, "scan") {
+		t.Fatalf("equality does not use the index:\n%s", s)
+	}
+	if s := explain(`SELECT * FROM c WHERE c.n > 2 AND c.s = 'x'`); !strings.Contains(s, "/n") || !strings.Contains(s, "/s") {
+		t.Fatalf("range AND equality does not use both indexes:\n%s", s)
+	}
+	if s := explain(`SELECT * FROM c WHERE NOT (c.n = 2)`); !strings.Contains(s, "scan") {
+		t.Fatalf("NOT should scan:\n%s", s)
+	}
+	// Reopen: the index is rebuilt in the background, and queries scan
+	// until it is done, with the same results.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, clk)
+	defer db.Close()
+	c, _ = db.Container("q")
+	if got := resultString(t, "SELECT *", runQuery(t, c, `SELECT * FROM c WHERE c.n = 2`)); got != "b" {
+		t.Fatalf("after reopen: %s", got)
+	}
+	waitIndexed(t, c)
+	if s := explain(`SELECT * FROM c WHERE c.n = 2`); strings.Contains(s, "scan") {
+		t.Fatalf("after the rebuild, equality still scans:\n%s", s)
+	}
+	// Excluding the path turns the index off for it.
+	p := c.Properties()
+	p.ExcludedPaths = []string{"/n/?"}
+	if err := c.SetProperties(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, c)
+	if s := explain(`SELECT * FROM c WHERE c.n = 2`); !strings.Contains(s, "scan") {
+		t.Fatalf("excluded path still uses an index:\n%s", s)
+	}
+	if got := resultString(t, "SELECT *", runQuery(t, c, `SELECT * FROM c WHERE c.n = 2 OR c.s = 'apple'`)); got != "a,b" {
+		t.Fatalf("after excluding /n: %s", got)
+	}
+}
+
+func TestQueryNeverReturnsExpired(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []IndexingMode{IndexingConsistent, IndexingLazy} {
+		t.Run(mode.String(), func(t *testing.T) {
+			clk := newFakeClock(t0)
+			db := openTest(t, t.TempDir(), clk, func(o *Options) { o.CompactionInterval = -1 })
+			defer db.Close()
+			c := mustCreateContainer(t, db, ContainerProperties{ID: "q", DefaultTTL: TTL(100), Indexing: mode})
+			for i := range 50 {
+				doc := fmt.Sprintf(`{"id":"i%02d","k":1,"ttl":%d}`, i, 10+i) // i%02d expires at t0+10+i
+				if _, err := c.Create(ctx, []byte(doc)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitIndexed(t, c)
+			clk.Advance(20) // i00..i10 have expired, not yet marked
+			if got := resultString(t, "SELECT VALUE", runQuery(t, c, `SELECT VALUE COUNT(1) FROM c WHERE c.k = 1`)); got != "39" {
+				t.Fatalf("COUNT after 20 s = %s, want 39", got)
+			}
+			// Expiry in the middle of a running query: items expire between
+			// reads, and are not yielded once expired.
+			var seen []string
+			for it, err := range c.Query(ctx, `SELECT * FROM c WHERE c.k = 1`) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen = append(seen, it.ID)
+				if it.ID == "i20" {
+					clk.Advance(20) // i11..i30 expire now; i21..i30 are not yet read
+				}
+			}
+			want := []string{}
+			for i := 11; i <= 20; i++ {
+				want = append(want, fmt.Sprintf("i%02d", i))
+			}
+			for i := 31; i < 50; i++ {
+				want = append(want, fmt.Sprintf("i%02d", i))
+			}
+			if !slices.Equal(seen, want) {
+				t.Fatalf("query across expiry yielded %v, want %v", seen, want)
+			}
+			if st := c.Stats(); st.Items != 19 {
+				t.Fatalf("Stats.Items = %d, want 19", st.Items)
+			}
+		})
+	}
+}
+
+func TestQueryErrors(t *testing.T) {
+	clk := newFakeClock(t0)
+	db := openTest(t, t.TempDir(), clk)
+	defer db.Close()
+	c := mustCreateContainer(t, db, ContainerProperties{ID: "q"})
+	cases := []struct {
+		sql    string
+		params []Param
+		is     error
+		says   string
+	}{
+		{sql: `SELECT * FORM c`, is: query.ErrSyntax, says: `"FORM"`},
+		{sql: `SELECT * FROM c WHERE c.n = @missing`, is: query.ErrInvalidQuery, says: "@missing"},
+		{sql: `SELECT * FROM c WHERE c.n = 1`, params: []Param{{"@x", make(chan int)}}, is: query.ErrInvalidQuery, says: "@x"},
+	}
+	for _, tc := range cases {
+		var err error
+		for _, e := range c.Query(context.Background(), tc.sql, tc.params...) {
+			err = e
+		}
+		if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: error %v, want %v naming %s", tc.sql, err, tc.is, tc.says)
+		}
+	}
+}
