@@ -56,13 +56,18 @@ func (c *clock) observe(t int64) {
 // highest is the high mark without reading the wall clock.
 func (c *clock) highest() int64 { return c.high.Load() }
 
-// The CLOCK file holds the clock's high mark between manifest writes, so
-// that even a crash (which skips Close) loses at most a second of observed
-// time: 8 bytes of unix seconds, little endian, then their crc32c.
+// The CLOCK file holds the clock's high mark between manifest writes: 8
+// bytes of unix seconds, little endian, then their crc32c. It is written
+// once a second when the mark moved, and at once before any answer that
+// relies on an item having expired later than the mark already durable
+// (observeExpiry), so a crash can lose observed time but never time in
+// which something was seen to expire.
 const clockName = "CLOCK"
 
 // persistClock writes the high mark to the CLOCK file if it moved.
 func (db *DB) persistClock() error {
+	db.clockMu.Lock()
+	defer db.clockMu.Unlock()
 	h := db.clock.highest()
 	if h <= db.clockPersisted.Load() {
 		return nil
@@ -73,8 +78,36 @@ func (db *DB) persistClock() error {
 	if err := writeFileAtomic(db.fs, db.dir, clockName, b[:]); err != nil {
 		return err
 	}
-	db.clockPersisted.Store(h)
+	db.notePersistedClock(h)
 	return nil
+}
+
+// notePersistedClock records that t is durable as a floor of the clock
+// (in the CLOCK file or the MANIFEST).
+func (db *DB) notePersistedClock(t int64) {
+	for {
+		p := db.clockPersisted.Load()
+		if t <= p || db.clockPersisted.CompareAndSwap(p, t) {
+			return
+		}
+	}
+}
+
+// observeExpiry is called before an answer that holds an item expired at
+// instant t goes out: a read or a refused write that found it expired, a
+// scan, query or count that left it out. Unless t is already durable as a
+// floor of the clock, it writes the CLOCK file first, so that no crash and
+// no wall clock found behind at the next Open can bring the item back. It
+// costs a file write and fsync at most about once a second, and only when
+// items expire; the background tick persists the clock the rest of the
+// time. A failed write is logged and the answer still goes out.
+func (db *DB) observeExpiry(t int64) {
+	if t <= db.clockPersisted.Load() {
+		return
+	}
+	if err := db.persistClock(); err != nil {
+		db.log.Warn("ebb: persist clock before answering with an expired item left out", "err", err)
+	}
 }
 
 // readClockFile returns the high mark in dir's CLOCK file, or 0 if there is

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -46,6 +47,9 @@ type commitReq struct {
 	payload []byte
 	items   []Item
 	err     error
+	// expired is the expiry instant of an item whose having expired
+	// decided the outcome (a refused replace, delete or IfMatch), or 0.
+	expired int64
 }
 
 func (r *commitReq) finish(err error) {
@@ -63,6 +67,9 @@ func (c *Container) commit(ctx context.Context, ops []op) ([]Item, error) {
 		return nil, err
 	}
 	<-req.done
+	if req.expired > 0 {
+		c.db.observeExpiry(req.expired)
+	}
 	return req.items, req.err
 }
 
@@ -241,6 +248,9 @@ func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
 	r.payload = slices.Grow(r.payload[:0], size)
 	for i, o := range r.ops {
 		if err := c.check(o, now); err != nil {
+			if !errors.Is(err, ErrConflict) {
+				r.expired = max(r.expired, c.expiredAtLocked(o.id, now))
+			}
 			if len(r.ops) > 1 {
 				return fmt.Errorf("batch operation %d: %w", i, err)
 			}

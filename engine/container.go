@@ -33,6 +33,10 @@ type Container struct {
 	// nextDue is idx.NextDue() as of the last change, so that readers can
 	// tell without the write lock whether expiries are waiting to be marked.
 	nextDue atomic.Int64
+	// markedUpTo bounds from above the expiry instants of the items marked
+	// expired so far: an answer that leaves marked items out relies on the
+	// clock having reached it (see DB.observeExpiry).
+	markedUpTo atomic.Int64
 
 	ix indexState // secondary-index upkeep, see indexer.go
 
@@ -164,7 +168,9 @@ func (c *Container) fetch(id string, now int64, rec *segment.Record) error {
 	}
 	s, ok := c.idx.Lookup(id, now)
 	if !ok {
+		expired := c.expiredAtLocked(id, now)
 		c.mu.RUnlock()
+		c.db.observeExpiry(expired)
 		return fmt.Errorf("%w: item %q in container %q", ErrNotFound, id, c.id)
 	}
 	if r, ok := c.memRecord(s.Loc); ok {
@@ -188,6 +194,19 @@ func (c *Container) fetch(id string, now int64, rec *segment.Record) error {
 			id, s.Loc.File, s.Loc.Block, s.Loc.Off, rec.Op, rec.ID, rec.Seq, s.Seq, ErrCorrupt)
 	}
 	return nil
+}
+
+// expiredAtLocked returns the expiry instant of item id if it is in the
+// index but expired at now, else 0; c.mu is held.
+func (c *Container) expiredAtLocked(id string, now int64) int64 {
+	s, ok := c.idx.Get(id)
+	if !ok {
+		return 0
+	}
+	if e := c.idx.ExpiresAt(&s); e <= now {
+		return e
+	}
+	return c.markedUpTo.Load() // marked expired under an earlier policy
 }
 
 // memRecord finds a record in the active or frozen memtable; c.mu is held.
@@ -226,6 +245,7 @@ func (c *Container) Items(ctx context.Context) iter.Seq2[Item, error] {
 		c.advanceLocked(now)
 		snap := c.idx.Live(now)
 		c.mu.Unlock()
+		c.settleExpiries()
 		for i := range snap {
 			if err := ctx.Err(); err != nil {
 				yield(Item{}, err)
@@ -247,14 +267,17 @@ func (c *Container) Items(ctx context.Context) iter.Seq2[Item, error] {
 func (c *Container) Stats() Stats {
 	now := c.db.clock.now()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.deleted {
+		c.mu.Unlock()
 		return Stats{}
 	}
 	c.advanceLocked(now)
 	items, live := c.idx.Count()
 	segs, journal := c.diskBytesLocked()
-	return Stats{Items: items, LiveBytes: live, DiskBytes: segs + journal, ExpiredPending: c.idx.ExpiredPending()}
+	st := Stats{Items: items, LiveBytes: live, DiskBytes: segs + journal, ExpiredPending: c.idx.ExpiredPending()}
+	c.mu.Unlock()
+	c.settleExpiries()
+	return st
 }
 
 // diskBytesLocked is what the container holds on disk: its segment files'
@@ -276,9 +299,26 @@ func (c *Container) advanceLocked(now int64) {
 	if c.nextDue.Load() > now {
 		return
 	}
-	c.idx.Advance(now)
+	c.noteMarked(c.idx.Advance(now), now)
 	c.nextDue.Store(c.idx.NextDue())
 }
+
+// noteMarked raises markedUpTo to now when marking at now marked items.
+func (c *Container) noteMarked(marked int, now int64) {
+	if marked == 0 {
+		return
+	}
+	for {
+		m := c.markedUpTo.Load()
+		if now <= m || c.markedUpTo.CompareAndSwap(m, now) {
+			return
+		}
+	}
+}
+
+// settleExpiries makes the clock durable past every expiry an answer of
+// this container may rely on; call it after advancing, before answering.
+func (c *Container) settleExpiries() { c.db.observeExpiry(c.markedUpTo.Load()) }
 
 // newIndex returns an empty index whose items expire by the container's
 // policy history (read under c.mu, as every index call is).
@@ -303,7 +343,9 @@ func (c *Container) advanceInSteps(now int64) {
 			c.mu.Unlock()
 			return
 		}
-		_, done = c.idx.AdvanceN(now, advanceChunk)
+		var marked int
+		marked, done = c.idx.AdvanceN(now, advanceChunk)
+		c.noteMarked(marked, now)
 		c.nextDue.Store(c.idx.NextDue())
 		c.mu.Unlock()
 	}
@@ -324,7 +366,7 @@ func (c *Container) purgeInSteps(gone map[uint32]bool) {
 // history and marks those expired by now; c.mu is held for writing.
 func (c *Container) refileLocked(now int64) {
 	c.idx.Recompute()
-	c.idx.Advance(now)
+	c.noteMarked(c.idx.Advance(now), now)
 	c.nextDue.Store(c.idx.NextDue())
 }
 

@@ -45,7 +45,8 @@ type DB struct {
 	nextFile       uint32
 	nextContainer  uint32
 	journalFrom    uint64
-	clockPersisted atomic.Int64 // high mark in the CLOCK file
+	clockPersisted atomic.Int64 // highest clock durable in the CLOCK file or MANIFEST
+	clockMu        sync.Mutex   // serializes CLOCK file writes
 
 	commits  chan *commitReq
 	quit     chan struct{}
@@ -315,6 +316,7 @@ func (db *DB) saveManifestLocked() error {
 	if err := writeManifest(db.fs, db.dir, m); err != nil {
 		return err
 	}
+	db.notePersistedClock(m.Clock)
 	return nil
 }
 

@@ -42,6 +42,7 @@ func (c *Container) Metrics() Metrics {
 	c.mu.Lock()
 	c.advanceLocked(now)
 	c.mu.Unlock()
+	c.settleExpiries()
 	// The rest only reads (the expired set may be long): writers need not wait.
 	c.mu.RLock()
 	defer c.mu.RUnlock()

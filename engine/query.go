@@ -128,6 +128,7 @@ type candidates struct {
 // collect plans q and returns the live slots it must read.
 func (c *Container) collect(q *query.Bound, now int64) (candidates, error) {
 	c.advanceInSteps(now)
+	c.settleExpiries()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.deleted {
