@@ -69,7 +69,7 @@ func (db *DB) persistClock() error {
 	db.clockMu.Lock()
 	defer db.clockMu.Unlock()
 	h := db.clock.highest()
-	if h <= db.clockPersisted.Load() {
+	if h <= db.clockInFile.Load() {
 		return nil
 	}
 	var b [12]byte
@@ -78,6 +78,7 @@ func (db *DB) persistClock() error {
 	if err := writeFileAtomic(db.fs, db.dir, clockName, b[:]); err != nil {
 		return err
 	}
+	db.clockInFile.Store(h)
 	db.notePersistedClock(h)
 	return nil
 }

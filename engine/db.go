@@ -46,6 +46,7 @@ type DB struct {
 	nextContainer  uint32
 	journalFrom    uint64
 	clockPersisted atomic.Int64 // highest clock durable in the CLOCK file or MANIFEST
+	clockInFile    atomic.Int64 // the clock the CLOCK file holds
 	clockMu        sync.Mutex   // serializes CLOCK file writes
 
 	commits  chan *commitReq

@@ -40,6 +40,7 @@ func (db *DB) recover() error {
 	floor := max(m.Clock, clockFile)
 	db.clock = newClock(db.opts.Clock, floor)
 	db.clockPersisted.Store(floor)
+	db.clockInFile.Store(clockFile)
 
 	referenced := make(map[uint32]bool)
 	for _, cm := range m.Containers {
