@@ -123,10 +123,21 @@ type candidates struct {
 	// arrays, objects), in id order, for the caller to place.
 	walked bool
 	rest   []index.Slot
+	// counted: an exact COUNT answered from the index alone.
+	counted bool
+	count   int64
+	// partial: the walk stopped once it had the window's worth of slots;
+	// if some are gone when read, the query runs again without the stop.
+	partial bool
 }
 
-// collect plans q and returns the live slots it must read.
-func (c *Container) collect(q *query.Bound, now int64) (candidates, error) {
+// walkSlack is how many slots beyond the window a stopped walk takes, so
+// that a few items deleted or expired meanwhile need no second walk.
+const walkSlack = 16
+
+// collect plans q and returns the live slots it must read. With mayStop,
+// an index walk for ORDER BY may stop once it holds the window's worth.
+func (c *Container) collect(q *query.Bound, now int64, mayStop bool) (candidates, error) {
 	c.advanceInSteps(now)
 	c.settleExpiries()
 	c.mu.RLock()
@@ -143,17 +154,32 @@ func (c *Container) collect(q *query.Bound, now int64) (candidates, error) {
 		c.idx.DropExpired(bm) // one AndNot of the expired set
 	}
 	out := candidates{plan: plan, exact: plan.Access != nil && plan.Exact}
+	if q.IsCount() && out.exact && !q.CountNeedsDocs() {
+		// The index decided the WHERE: count live slots, read nothing.
+		out.counted = true
+		it := bm.Iterator()
+		for it.HasNext() {
+			if _, ok := c.idx.SlotAt(it.Next(), now); ok { // the inline expiry check
+				out.count++
+			}
+		}
+		return out, nil
+	}
 	if o := plan.Order; o != nil && o.Indexed && c.ix.cfg.Load().mode == IndexingConsistent && !q.IsCount() {
 		out.walked = true
-		seen := roaring.New()
+		// When every candidate is known to match (no WHERE, or an exact
+		// one), the walk stops once the window is covered; items that
+		// vanish before they are read are made up for by reading on.
+		need := int64(-1)
+		if skip, limit := q.Window(); mayStop && limit >= 0 && (plan.Access == nil || plan.Exact) {
+			need = skip + limit + walkSlack
+		}
 		c.idx.TermWalk(o.Path, o.Desc, func(_ string, slots *roaring.Bitmap) bool {
-			group := roaring.And(slots, bm)
-			seen.Or(group)
-			out.slots = c.liveSlotsLocked(group, now, out.slots)
-			return true
+			out.slots = c.liveSlotsLocked(roaring.And(slots, bm), now, out.slots)
+			return need < 0 || int64(len(out.slots)) < need
 		})
-		bm.AndNot(seen)
-		out.rest = c.liveSlotsLocked(bm, now, nil)
+		out.rest = c.liveSlotsLocked(c.idx.SlotsWithoutTerm(bm, o.Path), now, nil)
+		out.partial = need >= 0
 		return out, nil
 	}
 	out.slots = c.liveSlotsLocked(bm, now, make([]index.Slot, 0, bm.GetCardinality()))

@@ -20,7 +20,7 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 		yield(Item{}, err)
 		return
 	}
-	cands, err := c.collect(q, c.db.clock.now())
+	cands, err := c.collect(q, c.db.clock.now(), true)
 	if err != nil {
 		yield(Item{}, err)
 		return
@@ -29,7 +29,16 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 	case q.IsCount():
 		c.runCount(ctx, q, cands, yield)
 	case cands.walked:
-		c.runWalk(ctx, q, cands, yield)
+		w := newWindow(q)
+		if c.runWalk(ctx, q, cands, w, yield) {
+			// The stopped walk ran dry (items vanished before they were
+			// read): walk again in full, past what was already taken.
+			if cands, err = c.collect(q, c.db.clock.now(), false); err != nil {
+				yield(Item{}, err)
+				return
+			}
+			c.runWalk(ctx, q, cands, w.rest(), yield)
+		}
 	case cands.plan.Order != nil:
 		c.runOrdered(ctx, q, cands, yield)
 	default:
@@ -64,12 +73,19 @@ func (c *Container) fetchMatch(q *query.Bound, s *index.Slot, d *doc) (bool, err
 
 // window applies TOP or OFFSET/LIMIT to projected results.
 type window struct {
-	skip, limit int64 // limit < 0: none
+	skip, limit int64 // what is left to skip and to take; limit < 0: no limit
+	taken       int64 // results skipped or yielded so far
 }
 
 func newWindow(q *query.Bound) *window {
 	skip, limit := q.Window()
-	return &window{skip, limit}
+	return &window{skip: skip, limit: limit}
+}
+
+// rest is the window for running the same query again from the start:
+// it passes over the results already taken, then goes on where w stopped.
+func (w *window) rest() *window {
+	return &window{skip: w.taken + w.skip, limit: w.limit}
 }
 
 // full reports whether the window has all it will take.
@@ -85,6 +101,7 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 	if !ok {
 		return true // SELECT VALUE of an undefined value: nothing to emit
 	}
+	w.taken++
 	if w.skip > 0 {
 		w.skip--
 		return true
@@ -121,10 +138,8 @@ func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidate
 // runCount yields the count. When the index answered the WHERE exactly and
 // the count needs no property of the items, no document is read.
 func (c *Container) runCount(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
-	var n int64
-	if cands.exact && !q.CountNeedsDocs() {
-		n = int64(len(cands.slots))
-	} else {
+	n := cands.count
+	if !cands.counted {
 		var d doc
 		for i := range cands.slots {
 			if err := ctx.Err(); err != nil {
@@ -190,7 +205,9 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 // documents only as far as the window needs. The candidates with no scalar
 // at the ORDER BY path are read first: undefined ones sort before every
 // value, arrays and objects after.
-func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
+// It reports whether a stopped walk ran dry before the window was full:
+// then the caller walks again in full.
+func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidates, w *window, yield func(Item, error) bool) (again bool) {
 	_, desc, _ := q.OrderBy()
 	var undef, complexVals []keyedDoc
 	for i := range cands.rest {
@@ -198,7 +215,7 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 		ok, err := c.fetchMatch(q, &cands.rest[i], &d)
 		if err != nil {
 			yield(Item{}, err)
-			return
+			return false
 		}
 		if !ok {
 			continue
@@ -214,33 +231,36 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 	if desc {
 		first, last = complexVals, undef
 	}
-	w := newWindow(q)
 	for i := range first {
 		if !w.offer(q, &first[i].d, yield) {
-			return
+			return false
 		}
 	}
 	var d doc
 	for i := range cands.slots {
 		if w.full() {
-			return
+			return false
 		}
 		if err := ctx.Err(); err != nil {
 			yield(Item{}, err)
-			return
+			return false
 		}
 		ok, err := c.fetchMatch(q, &cands.slots[i], &d)
 		if err != nil {
 			yield(Item{}, err)
-			return
+			return false
 		}
 		if ok && !w.offer(q, &d, yield) {
-			return
+			return false
 		}
+	}
+	if cands.partial && !w.full() {
+		return true
 	}
 	for i := range last {
 		if !w.offer(q, &last[i].d, yield) {
-			return
+			return false
 		}
 	}
+	return false
 }
