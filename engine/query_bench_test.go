@@ -56,7 +56,7 @@ var benchQueries = []struct{ name, sql string }{
 	{"eq-0.1%", `SELECT * FROM c WHERE c.k1000 = 7`},
 	{"eq-10%", `SELECT * FROM c WHERE c.k10 = 3`},
 	{"range-1%", `SELECT * FROM c WHERE c.u >= 1000 AND c.u < 2000`},
-	{"and-0.01%", `SELECT * FROM c WHERE c.k10 = 3 AND c.k1000 = 3`},
+	{"and-0.1%", `SELECT * FROM c WHERE c.k10 = 3 AND c.k1000 = 3`},
 	{"array-contains-1/7", `SELECT VALUE c.id FROM c WHERE ARRAY_CONTAINS(c.tags, 't3')`},
 	{"count-10%", `SELECT VALUE COUNT(1) FROM c WHERE c.k10 = 3`},
 	{"count-all", `SELECT VALUE COUNT(1) FROM c WHERE c.one = 1`},
