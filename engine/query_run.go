@@ -112,26 +112,31 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 	return yield(Item{ID: d.rec.ID, TS: d.rec.TS, ETag: etagOf(d.rec.Seq), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
 }
 
+// matches reads slots one by one and calls fn with each item that is live
+// and matches as it is read, until fn returns false. It returns the error
+// that ended the reading (the context's, or a failed read), or nil.
+func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.Slot, fn func(d *doc) bool) error {
+	for i := range slots {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var d doc
+		ok, err := c.fetchMatch(q, &slots[i], &d)
+		if err != nil {
+			return err
+		}
+		if ok && !fn(&d) {
+			return nil
+		}
+	}
+	return nil
+}
+
 // runScan yields the matching items in id order, reading them one by one.
 func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	w := newWindow(q)
-	var d doc
-	for i := range cands.slots {
-		if w.full() {
-			return
-		}
-		if err := ctx.Err(); err != nil {
-			yield(Item{}, err)
-			return
-		}
-		ok, err := c.fetchMatch(q, &cands.slots[i], &d)
-		if err != nil {
-			yield(Item{}, err)
-			return
-		}
-		if ok && !w.offer(q, &d, yield) {
-			return
-		}
+	if err := c.matches(ctx, q, cands.slots, func(d *doc) bool { return w.offer(q, d, yield) }); err != nil {
+		yield(Item{}, err)
 	}
 }
 
@@ -140,20 +145,15 @@ func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidate
 func (c *Container) runCount(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	n := cands.count
 	if !cands.counted {
-		var d doc
-		for i := range cands.slots {
-			if err := ctx.Err(); err != nil {
-				yield(Item{}, err)
-				return
-			}
-			ok, err := c.fetchMatch(q, &cands.slots[i], &d)
-			if err != nil {
-				yield(Item{}, err)
-				return
-			}
-			if ok && q.CountItem(d.val) {
+		err := c.matches(ctx, q, cands.slots, func(d *doc) bool {
+			if q.CountItem(d.val) {
 				n++
 			}
+			return true
+		})
+		if err != nil {
+			yield(Item{}, err)
+			return
 		}
 	}
 	yield(Item{Body: q.CountResult(n).AppendJSON(nil)}, nil)
@@ -162,7 +162,7 @@ func (c *Container) runCount(ctx context.Context, q *query.Bound, cands candidat
 // keyedDoc is a fetched document with its ORDER BY value.
 type keyedDoc struct {
 	key query.Value
-	d   doc
+	d   *doc
 }
 
 // sortKeyed sorts by ORDER BY value, ties by id ascending either way.
@@ -176,26 +176,19 @@ func sortKeyed(ds []keyedDoc, desc bool) {
 // candidate and sorts them. (runWalk avoids that when an index can.)
 func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	var all []keyedDoc
-	for i := range cands.slots {
-		if err := ctx.Err(); err != nil {
-			yield(Item{}, err)
-			return
-		}
-		var d doc
-		ok, err := c.fetchMatch(q, &cands.slots[i], &d)
-		if err != nil {
-			yield(Item{}, err)
-			return
-		}
-		if ok {
-			all = append(all, keyedDoc{q.OrderKey(d.val), d})
-		}
+	err := c.matches(ctx, q, cands.slots, func(d *doc) bool {
+		all = append(all, keyedDoc{q.OrderKey(d.val), d})
+		return true
+	})
+	if err != nil {
+		yield(Item{}, err)
+		return
 	}
 	_, desc, _ := q.OrderBy()
 	sortKeyed(all, desc)
 	w := newWindow(q)
 	for i := range all {
-		if !w.offer(q, &all[i].d, yield) {
+		if !w.offer(q, all[i].d, yield) {
 			return
 		}
 	}
@@ -204,27 +197,22 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 // runWalk yields matching items in the order an index walk gave, reading
 // documents only as far as the window needs. The candidates with no scalar
 // at the ORDER BY path are read first: undefined ones sort before every
-// value, arrays and objects after.
-// It reports whether a stopped walk ran dry before the window was full:
-// then the caller walks again in full.
+// value, arrays and objects after. It reports whether a stopped walk ran
+// dry before the window was full: then the caller walks again in full.
 func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidates, w *window, yield func(Item, error) bool) (again bool) {
 	_, desc, _ := q.OrderBy()
 	var undef, complexVals []keyedDoc
-	for i := range cands.rest {
-		var d doc
-		ok, err := c.fetchMatch(q, &cands.rest[i], &d)
-		if err != nil {
-			yield(Item{}, err)
-			return false
-		}
-		if !ok {
-			continue
-		}
+	err := c.matches(ctx, q, cands.rest, func(d *doc) bool {
 		if k := q.OrderKey(d.val); k.Kind() == query.Undefined {
 			undef = append(undef, keyedDoc{k, d})
 		} else {
 			complexVals = append(complexVals, keyedDoc{k, d})
 		}
+		return true
+	})
+	if err != nil {
+		yield(Item{}, err)
+		return false
 	}
 	sortKeyed(complexVals, desc)
 	first, last := undef, complexVals
@@ -232,33 +220,27 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 		first, last = complexVals, undef
 	}
 	for i := range first {
-		if !w.offer(q, &first[i].d, yield) {
+		if !w.offer(q, first[i].d, yield) {
 			return false
 		}
 	}
-	var d doc
-	for i := range cands.slots {
-		if w.full() {
-			return false
-		}
-		if err := ctx.Err(); err != nil {
-			yield(Item{}, err)
-			return false
-		}
-		ok, err := c.fetchMatch(q, &cands.slots[i], &d)
-		if err != nil {
-			yield(Item{}, err)
-			return false
-		}
-		if ok && !w.offer(q, &d, yield) {
-			return false
-		}
+	stopped := false
+	err = c.matches(ctx, q, cands.slots, func(d *doc) bool {
+		stopped = !w.offer(q, d, yield)
+		return !stopped
+	})
+	if err != nil {
+		yield(Item{}, err)
+		return false
+	}
+	if stopped {
+		return false
 	}
 	if cands.partial && !w.full() {
 		return true
 	}
 	for i := range last {
-		if !w.offer(q, &last[i].d, yield) {
+		if !w.offer(q, last[i].d, yield) {
 			return false
 		}
 	}
