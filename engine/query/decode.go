@@ -334,13 +334,14 @@ func (d *decoder) slowString() (string, bool) {
 	return "", false
 }
 
-// hex4 parses four hex digits at s[i:].
-func hex4(s string, i int) (rune, bool) {
-	if i+4 > len(s) {
+// hex4 parses the four hex digits at s[i:].
+func hex4[T string | []byte](s T, i int) (rune, bool) {
+	if i < 0 || i+4 > len(s) {
 		return 0, false
 	}
 	var r rune
-	for _, c := range []byte(s[i : i+4]) {
+	for j := i; j < i+4; j++ {
+		c := s[j]
 		switch {
 		case c >= '0' && c <= '9':
 			c -= '0'

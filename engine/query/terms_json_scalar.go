@@ -123,7 +123,7 @@ func (s *termScanner) skipString() bool {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if _, ok := unhex4(doc, i+2); !ok {
+				if _, ok := hex4(doc, i+2); !ok {
 					return false
 				}
 				i += 6
@@ -195,7 +195,7 @@ func (s *termScanner) appendString(dst []byte) ([]byte, bool) {
 			case 't':
 				dst = append(dst, '\t')
 			case 'u':
-				r, ok := unhex4(doc, i)
+				r, ok := hex4(doc, i)
 				if !ok {
 					return dst, false
 				}
@@ -203,7 +203,7 @@ func (s *termScanner) appendString(dst []byte) ([]byte, bool) {
 				if utf16.IsSurrogate(r) {
 					r2, ok2 := rune(-1), false
 					if i+6 <= len(doc) && doc[i] == '\\' && doc[i+1] == 'u' {
-						r2, ok2 = unhex4(doc, i+2)
+						r2, ok2 = hex4(doc, i+2)
 					}
 					if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
 						r = dec
@@ -230,26 +230,4 @@ func (s *termScanner) appendString(dst []byte) ([]byte, bool) {
 		}
 	}
 	return dst, false
-}
-
-// unhex4 parses the four hex digits at b[i:].
-func unhex4(b []byte, i int) (rune, bool) {
-	if i < 0 || i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }
