@@ -118,8 +118,10 @@ func printCrashloop(w io.Writer, rep crashloop.Report) error {
 		rep.OpsAcknowledged, rep.OpsInFlight, rep.OpsChecked, rep.PolicyChanges, rep.Compactions)
 	p.printf("  items: %d checked after restarts; %d in-flight batches checked whole or absent\n", rep.ItemsChecked, rep.BatchesChecked)
 	p.printf("  process: %d kills (%d during Open), %d restarts\n", rep.Kills, rep.EarlyKills, rep.Restarts)
-	p.printf("  clock: %d jumps back, %d forward; %d restarts behind the killed child's clock (CLOCK file lag)\n",
+	p.printf("  clock: %d jumps back, %d forward; %d restarts behind the killed child's clock (observed time a crash lost)\n",
 		rep.ClockJumpsBack, rep.ClockJumpsForward, rep.ClockLags)
+	p.printf("  expiry: %d answers relied on an item having expired (none may come back); %d kills right after a clock jump seen by reads alone\n",
+		rep.ExpiriesRelied, rep.HoldKills)
 	if rep.Violation == nil {
 		p.printf("OK: every check passed\n")
 		return p.err

@@ -2,6 +2,7 @@ package crashloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -252,6 +253,73 @@ func TestCheckerCatches(t *testing.T) {
 			expect: "a read of \"w0-005\" found nothing",
 		},
 	}
+	// A write whose item expires seconds after it, and its ttl.
+	short := func(p string) (string, int64) {
+		for i := range 10000 {
+			w := fmt.Sprintf("%s.%d", p, i)
+			if ttl := ttlOf(w); ttl >= 5 && ttl <= 60 {
+				return w, int64(ttl)
+			}
+		}
+		t.Fatal("no tag with a ttl of seconds")
+		return "", 0
+	}
+	// expireStep moves the clock to e, or with tamper only logs that it did:
+	// a round whose engine never saw time reach e, as if the engine had
+	// lost it in the crash.
+	expireStep := func(f *fakeChild, e int64, tamper bool) {
+		if !tamper {
+			f.clock(e)
+			return
+		}
+		f.step++
+		f.emit("clock %d %d %d", f.step, e, e)
+		f.emit("clocked %d", f.step)
+	}
+	cases = append(cases, []struct {
+		name   string
+		run    func(t *testing.T, f *fakeChild, tamper bool) int64
+		expect string
+	}{
+		{
+			// A read found an item expired at e, so the engine's now after
+			// the restart must be at least e: if it is below, the item is
+			// visible again (and live by its expiry at that now).
+			name: "item read as expired comes back",
+			run: func(t *testing.T, f *fakeChild, tamper bool) int64 {
+				w, ttl := short("a")
+				it := f.write("r0.w0.0", "c", "create", "w0-006", w)
+				expireStep(f, it.TS+ttl, tamper)
+				if !tamper {
+					if _, err := f.cs["c"].Read(context.Background(), "w0-006"); !errors.Is(err, engine.ErrNotFound) {
+						t.Fatalf("read at the expiry: %v, want ErrNotFound", err)
+					}
+				}
+				f.emit("read %d c w0-006 -", f.step)
+				return fakeT0 + 1
+			},
+			expect: "an item seen expired can come back",
+		},
+		{
+			// The same with a Replace refused because the item expired.
+			name: "item refused as expired comes back",
+			run: func(t *testing.T, f *fakeChild, tamper bool) int64 {
+				w, ttl := short("a")
+				it := f.write("r0.w0.0", "c", "create", "w0-007", w)
+				expireStep(f, it.TS+ttl, tamper)
+				w = never("b")
+				f.emit("start r0.w0.1 c replace w0-007 %s", w)
+				if !tamper {
+					if _, err := f.cs["c"].Replace(context.Background(), docFor("w0-007", w)); !errors.Is(err, engine.ErrNotFound) {
+						t.Fatalf("replace at the expiry: %v, want ErrNotFound", err)
+					}
+				}
+				f.emit("nack r0.w0.1 %s", reasonNotFound)
+				return fakeT0 + 1
+			},
+			expect: "an item seen expired can come back",
+		},
+	}...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, tamper := range []bool{false, true} {
@@ -268,5 +336,63 @@ func TestCheckerCatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRoundRelied checks which answers of a round log raise the floor of
+// the now after the restart: a read or refusal that found an own id
+// expired does, at its expiry; one that may have found it absent, or
+// refused for a conflict, does not.
+func TestRoundRelied(t *testing.T) {
+	const t0 = fakeT0
+	var a, b string // writes whose items expire 5 to 60 s after them, a first
+	var ea, eb int64
+	for i := 0; b == ""; i++ {
+		w := fmt.Sprintf("x.%d", i)
+		switch ttl := int64(ttlOf(w)); {
+		case ttl < 5 || ttl > 60:
+		case a == "":
+			a, ea = w, t0+ttl
+		case t0+ttl > ea:
+			b, eb = w, t0+ttl
+		}
+	}
+	head := []string{
+		"created c", "created c2", "created clock",
+		fmt.Sprintf("clock 0 %d %d", t0, t0),
+		"start r0.k0 clock upsert probe r0.k0", fmt.Sprintf("ack r0.k0 e0 %d", t0), "clocked 0",
+		"ready",
+		"start r0.w0.0 c create w0-000 " + a, fmt.Sprintf("ack r0.w0.0 e1 %d", t0),
+		"start r0.w0.1 c create w0-001 " + b, fmt.Sprintf("ack r0.w0.1 e2 %d", t0),
+		fmt.Sprintf("clock 1 %d %d", eb, eb), "clocked 1",
+	}
+	cases := []struct {
+		name  string
+		lines []string
+		want  int64
+	}{
+		{"no answer", nil, 0},
+		{"read found it expired", []string{"read 1 c w0-000 -"}, ea},
+		{"the later of two reads", []string{"read 1 c w0-001 -", "read 1 c w0-000 -"}, eb},
+		{"read of an id never written", []string{"read 1 c w0-009 -"}, 0},
+		{"delete refused", []string{"start r0.w0.2 c delete w0-001 -", "nack r0.w0.2 notfound"}, eb},
+		{"IfMatch upsert refused", []string{"start r0.w0.2 c upsert! w0-000 x", "nack r0.w0.2 precondition"}, ea},
+		{"batch: either op may be the refused one", []string{"start r0.w0.2 c replace w0-000 x replace w0-001 y", "nack r0.w0.2 notfound"}, ea},
+		{"batch: one op may be refused as absent", []string{"start r0.w0.2 c replace w0-001 x replace w0-009 y", "nack r0.w0.2 notfound"}, 0},
+		{"create refused for a conflict", []string{"start r0.w0.2 c create w0-002 x", fmt.Sprintf("ack r0.w0.2 e3 %d", eb),
+			"start r0.w0.3 c create w0-002 y", "nack r0.w0.3 conflict"}, 0},
+	}
+	for _, tc := range cases {
+		r := newRoundLog(0, newModel(), t0)
+		for _, l := range append(append([]string{}, head...), tc.lines...) {
+			r.add(l)
+		}
+		if r.violation != nil {
+			t.Errorf("%s: violation %s", tc.name, r.violation.What)
+			continue
+		}
+		if r.relied != tc.want {
+			t.Errorf("%s: relied on %d, want %d", tc.name, r.relied, tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,11 @@ type child struct {
 	db        *engine.DB
 	cs        map[string]*engine.Container
 	round     int
+	workers   int
+	// pause is held for reading by each worker request (its lines
+	// included) and Compact call, and for writing by the controller's hold
+	// step, which so runs with nothing else writing.
+	pause sync.RWMutex
 }
 
 // emit writes one line to stdout with a single write.
@@ -71,6 +77,7 @@ func (ch *child) run() {
 		ch.fail("bad environment: %s=%q %s=%d %s=%d", envDir, dir, envWall, wall, envWorkers, workers)
 	}
 	ch.wall.Store(wall)
+	ch.workers = workers
 	db, err := engine.Open(dir, engineOptions(func() time.Time { return time.Unix(ch.wall.Load(), 0) }))
 	if err != nil {
 		ch.fail("open: %v", err)
@@ -91,6 +98,9 @@ func (ch *child) run() {
 		ch.cs[name] = c
 	}
 	ctl := &controller{ch: ch, rng: rand.New(rand.NewPCG(seed, 999)), faults: faults, wall: wall, tru: tru}
+	if faults {
+		ctl.holdAt = 2 + ctl.rng.IntN(30)
+	}
 	ctl.step(ctx, 0)
 	ch.emit("ready")
 	for w := range workers {
@@ -109,11 +119,13 @@ func (ch *child) compactions(ctx context.Context, rng *rand.Rand) {
 	for {
 		time.Sleep(time.Duration(5+rng.IntN(40)) * time.Millisecond)
 		name := allContainers[rng.IntN(len(allContainers))]
+		ch.pause.RLock()
 		ch.emit("compacting %s", name)
 		if err := ch.cs[name].Compact(ctx); err != nil {
 			ch.fail("compact %s: %v", name, err)
 		}
 		ch.emit("compacted %s", name)
+		ch.pause.RUnlock()
 	}
 }
 

@@ -77,8 +77,17 @@ type Report struct {
 	ClockJumpsForward int `json:"clock_jumps_forward"`
 	// ClockLags counts restarts whose clock was behind the engine's now
 	// that the killed child had reached: observed time that the CLOCK file
-	// had not persisted yet, which the engine is allowed to lose.
-	ClockLags int           `json:"clock_lags"`
+	// had not persisted yet, in which nothing was seen to expire, which the
+	// engine is allowed to lose.
+	ClockLags int `json:"clock_lags"`
+	// ExpiriesRelied counts the children's acknowledged answers (reads and
+	// refusals of their own ids) that relied on an item having expired:
+	// each makes its expiry instant a floor of the now after the restart.
+	ExpiriesRelied int64 `json:"expiries_relied"`
+	// HoldKills counts children killed right after a hold: a clock jump
+	// observed by reads alone, which found items expired, with nothing
+	// written after it (see the package doc).
+	HoldKills int           `json:"hold_kills"`
 	Duration  time.Duration `json:"duration_ns"`
 	// Violation is the first broken guarantee, or nil.
 	Violation *Violation `json:"violation,omitempty"`

@@ -21,11 +21,20 @@ type controller struct {
 	tru    int64 // the true time: the wall clock without its fault
 	offset int64 // the current fault: wall minus true time
 	left   int   // steps until the fault is corrected
+	holdAt int   // the step that is a hold (see hold); 0: none
 }
+
+// holdFor is how long a hold keeps the workers and Compact calls paused
+// after its "held" line: the parent kills the child within it.
+const holdFor = 100 * time.Millisecond
 
 func (ctl *controller) run(ctx context.Context) {
 	for k := 1; ; k++ {
 		time.Sleep(time.Duration(2+ctl.rng.IntN(10)) * time.Millisecond)
+		if k == ctl.holdAt {
+			ctl.hold(ctx, k)
+			continue
+		}
 		ctl.advance()
 		ctl.step(ctx, k)
 		if ctl.rng.IntN(12) == 0 {
@@ -76,6 +85,38 @@ func (ctl *controller) step(ctx context.Context, k int) {
 	}
 	ch.emit("clocked %d", k)
 	ch.confirmed.Store(int64(k))
+}
+
+// hold runs clock step k with the workers and Compact calls paused. It
+// sets the wall clock ahead of the true time by a fault of ten minutes to
+// two hours (corrected a few steps later), makes the engine observe it by
+// a read alone, reads every worker's own ids (the jump expired some of
+// them: those answers rely on their expiry) and says "held k", then keeps
+// everything paused for holdFor. A kill right after that line finds
+// nothing written since the jump (the engine's background work aside), so
+// only the engine's making those expiries durable before answering keeps
+// them expired after the restart, whose wall clock is back near the true
+// time.
+func (ctl *controller) hold(ctx context.Context, k int) {
+	ch := ctl.ch
+	ch.pause.Lock()
+	defer ch.pause.Unlock()
+	ctl.tru += int64(ctl.rng.IntN(3))
+	ctl.offset, ctl.left = 600+int64(ctl.rng.IntN(2*3600)), 1+ctl.rng.IntN(3)
+	ctl.wall = ctl.tru + ctl.offset
+	ch.emit("clock %d %d %d", k, ctl.wall, ctl.tru)
+	ch.wall.Store(ctl.wall)
+	ch.read(ctx, ch.cs[contClock], probeID)
+	ch.emit("clocked %d", k)
+	ch.confirmed.Store(int64(k))
+	for w := range ch.workers {
+		c := ch.cs[containerOfWorker(w)]
+		for j := range idsPerWork {
+			ch.read(ctx, c, ownID(w, j))
+		}
+	}
+	ch.emit("held %d", k)
+	time.Sleep(holdFor)
 }
 
 // changePolicy sets a random data container's DefaultTTL.

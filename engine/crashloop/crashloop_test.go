@@ -65,11 +65,15 @@ func TestCrashLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d: %d rounds in %s: %d ops acknowledged, %d in flight at a kill, %d checked, %d items checked, %d batches checked, %d kills (%d during Open), %d restarts, %d policy changes, %d compactions, clock jumps %d back %d forward, %d clock lags",
+	t.Logf("seed %d: %d rounds in %s: %d ops acknowledged, %d in flight at a kill, %d checked, %d items checked, %d batches checked, %d kills (%d during Open), %d restarts, %d policy changes, %d compactions, clock jumps %d back %d forward, %d clock lags, %d expiries relied on, %d kills at a hold",
 		rep.Seed, rep.Rounds, rep.Duration.Round(time.Millisecond), rep.OpsAcknowledged, rep.OpsInFlight, rep.OpsChecked, rep.ItemsChecked,
-		rep.BatchesChecked, rep.Kills, rep.EarlyKills, rep.Restarts, rep.PolicyChanges, rep.Compactions, rep.ClockJumpsBack, rep.ClockJumpsForward, rep.ClockLags)
+		rep.BatchesChecked, rep.Kills, rep.EarlyKills, rep.Restarts, rep.PolicyChanges, rep.Compactions, rep.ClockJumpsBack, rep.ClockJumpsForward, rep.ClockLags,
+		rep.ExpiriesRelied, rep.HoldKills)
 	if rep.Rounds < 2 || rep.Kills != rep.Rounds || rep.OpsAcknowledged == 0 || rep.ItemsChecked == 0 {
 		t.Errorf("the loop exercised too little: %+v", rep)
+	}
+	if rep.Rounds >= 8 && rep.ExpiriesRelied == 0 {
+		t.Errorf("%d rounds and no answer found an item expired: the restart's clock floor was never tested", rep.Rounds)
 	}
 	if rep.Rounds >= 8 && rep.ClockJumpsBack+rep.ClockJumpsForward == 0 {
 		t.Errorf("%d rounds with clock faults and no jump", rep.Rounds)

@@ -16,7 +16,9 @@
 //   - the clock never runs backwards (spec/TTL.md, "Time"): every _ts lies
 //     between the engine's now when its write started and the highest wall
 //     clock it can have seen, and the engine's now after a restart is at
-//     least what the database certainly persisted.
+//     least what the database certainly persisted, which includes the
+//     expiry instant of every item an acknowledged read or refusal found
+//     expired (so an item seen gone never comes back).
 //
 // # The child
 //
@@ -33,7 +35,13 @@
 //     leap of hours; it makes the engine observe each step (by a probe
 //     write, whose _ts must be exactly max(previous now, wall), or a read)
 //     before it reports the step done, and changes DefaultTTLs between
-//     steps, so the checker knows the instant of every change;
+//     steps, so the checker knows the instant of every change; with
+//     ClockFaults, one step of each round is a hold: with the workers and
+//     Compact calls paused, the wall clock jumps ahead, observed by reads
+//     alone, every own id is read (finding some expired) and nothing is
+//     written for a while, in which the parent sometimes kills the child,
+//     so that only the expiries those reads made durable keep the items
+//     expired after the restart;
 //   - Compact calls, and full scans that check every body.
 //
 // Every line is checked as it comes: the _ts of every acknowledged write,

@@ -28,6 +28,8 @@ import (
 //	read K C id -                       a point read, started after "clocked K", found nothing
 //	read K C id w ts etag               ... found write w
 //	compacting C, compacted C           a Compact call starts, ends
+//	held K                              step K was a hold: observed by reads alone, then
+//	                                    every own id read; nothing writes for a while
 //	fail MESSAGE                        the child saw something wrong and stops
 //
 // A kind ending in "!" carries IfMatch with the etag of the item's version
@@ -71,6 +73,7 @@ const (
 	lnRead       lineKind = "read"
 	lnCompacting lineKind = "compacting"
 	lnCompacted  lineKind = "compacted"
+	lnHeld       lineKind = "held"
 	lnFail       lineKind = "fail"
 )
 
@@ -85,7 +88,7 @@ type wop struct {
 type logLine struct {
 	kind      lineKind
 	text      string
-	step      int    // clock, clocked, policy, policied, read
+	step      int    // clock, clocked, held, policy, policied, read
 	wall, tru int64  // clock
 	cont      string // created, policy, policied, start, read, compacting, compacted
 	ttl       *int32 // policy
@@ -135,7 +138,7 @@ func parseLine(s string) (logLine, error) {
 		if !ok || !ok2 {
 			return bad()
 		}
-	case lnClocked:
+	case lnClocked, lnHeld:
 		if len(f) != 2 {
 			return bad()
 		}

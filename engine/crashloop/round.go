@@ -75,7 +75,17 @@ type roundLog struct {
 	seq    map[string]map[string]itemState // sequential ids (own, probe): their state now
 	exists map[string]bool
 
+	// relied is the largest expiry instant that an acknowledged answer (a
+	// read that found an own id gone, a refusal of an own id) relied on:
+	// the engine made it durable before answering, so no restart may find
+	// the clock below it. reliedID and reliedLine say which answer.
+	relied     int64
+	reliedID   string
+	reliedLine int
+	reliedN    int64 // answers that relied on an expiry
+
 	ready             bool
+	held              bool // the child said "held"
 	kills             bool
 	compactions       int
 	acked, checked    int64
@@ -141,6 +151,12 @@ func (r *roundLog) add(text string) {
 		r.fail("", "the child failed: %s", l.reason)
 	case lnCompacted:
 		r.compactions++
+	case lnHeld:
+		if l.step != r.conf {
+			r.fail("clock", "child: held %d, but the last step observed is %d", l.step, r.conf)
+			return
+		}
+		r.held = true
 	case lnCreated:
 		r.created(l)
 	case lnClock:
@@ -333,15 +349,64 @@ func (r *roundLog) nack(i int, l logLine) {
 	}
 	r.checked += int64(len(req.ops))
 	// One refused op refuses the batch: some op must have a reason to be.
+	// The refusal relied on an expiry only if every op that may have been
+	// the refused one was refused for having expired: then it relied on at
+	// least the earliest of their expiries.
 	var why []string
+	var plausible bool
+	var relied int64 = -1
+	var reliedID string
 	for _, op := range req.ops {
 		err := r.refusalImplausible(op, l.reason)
-		if err == "" {
-			return
+		if err != "" {
+			why = append(why, err)
+			continue
 		}
-		why = append(why, err)
+		plausible = true
+		e := int64(0)
+		if l.reason != reasonConflict {
+			e = r.reliedExpiry(req.cont, r.seq[req.cont][op.id], req.start, i)
+		}
+		if relied < 0 || e < relied {
+			relied, reliedID = e, op.id
+		}
 	}
-	r.fail(req.ops[0].id, "write %s refused (%s) for no reason: %s", req.tag, l.reason, strings.Join(why, "; "))
+	if !plausible {
+		r.fail(req.ops[0].id, "write %s refused (%s) for no reason: %s", req.tag, l.reason, strings.Join(why, "; "))
+		return
+	}
+	r.rely(relied, reliedID, i)
+}
+
+// reliedExpiry returns the expiry instant that an answer between lines
+// from and to, which found s not live, relied on: the earliest of s's
+// expiries under the histories the answer may have seen that the engine's
+// now can have reached; 0 if s is absent (deleted or never written, no
+// expiry involved) or none can have been reached (a violation reported
+// elsewhere).
+func (r *roundLog) reliedExpiry(cont string, s itemState, from, to int) int64 {
+	if !s.present {
+		return 0
+	}
+	var e int64
+	for _, x := range r.expiryRange(cont, s, from, to) {
+		if x <= r.hiNow && (e == 0 || x < e) {
+			e = x
+		}
+	}
+	return e
+}
+
+// rely records that the answer on line i, about id, relied on the engine's
+// now having reached expiry instant e (nothing if e is 0).
+func (r *roundLog) rely(e int64, id string, i int) {
+	if e <= 0 {
+		return
+	}
+	r.reliedN++
+	if e > r.relied {
+		r.relied, r.reliedID, r.reliedLine = e, id, i
+	}
 }
 
 // checkPrecondition checks that an acknowledged write of a sequential id
@@ -407,7 +472,9 @@ func (r *roundLog) read(i int, l logLine) {
 		if !r.couldBe(false, l.cont, s, from, i, lo, r.hiNow) {
 			r.fail(l.id, "a read of %q found nothing, but it is %s (expires at %s; engine now %d..%d): an acknowledged write lost",
 				l.id, s, fmtInstant(r.expiryRange(l.cont, s, from, i)), lo, r.hiNow)
+			return
 		}
+		r.rely(r.reliedExpiry(l.cont, s, from, i), l.id, i)
 		return
 	}
 	got := itemState{present: true, w: l.w, ts: l.ts, etag: l.etag}

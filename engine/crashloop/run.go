@@ -162,6 +162,7 @@ func (l *loop) count(r *roundLog) {
 	rep.PolicyChanges += r.policies
 	rep.ClockJumpsBack += r.jumpsB
 	rep.ClockJumpsForward += r.jumpsF
+	rep.ExpiriesRelied += r.reliedN
 }
 
 // violation completes r's violation, keeps the round's log beside the
@@ -192,9 +193,9 @@ func (l *loop) report(final bool) {
 	if final {
 		what = "done:"
 	}
-	fmt.Fprintf(l.cfg.Progress, "%s %d: %d ops acknowledged, %d checked, %d items checked, %d kills, clock jumps %d back %d forward, %d lags, %s\n",
+	fmt.Fprintf(l.cfg.Progress, "%s %d: %d ops acknowledged, %d checked, %d items checked, %d kills, clock jumps %d back %d forward, %d lags, %d expiries relied on, %d kills at a hold, %s\n",
 		what, rep.Rounds, rep.OpsAcknowledged, rep.OpsChecked, rep.ItemsChecked, rep.Kills, rep.ClockJumpsBack, rep.ClockJumpsForward, rep.ClockLags,
-		time.Since(l.start).Round(100*time.Millisecond))
+		rep.ExpiriesRelied, rep.HoldKills, time.Since(l.start).Round(100*time.Millisecond))
 }
 
 // runChild runs round's child on wall clock x0, kills it with SIGKILL and
@@ -226,18 +227,27 @@ func (l *loop) runChild(ctx context.Context, round int, x0 int64, r *roundLog) (
 	}
 	l.rep.Restarts++
 	lines := make(chan []string, 1)
-	ready := make(chan struct{})
+	ready, held := make(chan struct{}), make(chan struct{})
 	var acks atomic.Int64
-	go func() { lines <- readLines(out, ready, &acks) }()
+	go func() { lines <- readLines(out, ready, held, &acks) }()
 
 	// Mostly kill once the workload has had a random number of writes
 	// acknowledged (so that slow machines, -race, still get work done),
 	// a random few milliseconds after that; sometimes during Open, while
-	// recovery runs.
+	// recovery runs; with clock faults, sometimes right at the child's
+	// "held" line (see controller.hold).
 	early := l.rng.IntN(6) == 0
-	if early {
+	atHold := !early && l.cfg.ClockFaults && l.rng.IntN(4) == 0
+	switch {
+	case early:
 		sleepCtx(ctx, time.Duration(l.rng.IntN(40))*time.Millisecond)
-	} else {
+	case atHold:
+		select {
+		case <-held:
+		case <-ctx.Done():
+		case <-time.After(60 * time.Second):
+		}
+	default:
 		select {
 		case <-ready:
 		case <-ctx.Done():
@@ -257,6 +267,9 @@ func (l *loop) runChild(ctx context.Context, round int, x0 int64, r *roundLog) (
 	}
 	for _, ln := range got {
 		r.add(ln)
+	}
+	if atHold && r.held {
+		l.rep.HoldKills++
 	}
 	var ee *exec.ExitError
 	if errors.As(werr, &ee) {
@@ -296,18 +309,26 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 
 // readLines reads r to its end and returns its complete lines (a line the
 // kill cut short has no newline and is dropped), closing ready at the
-// line "ready" and counting ack lines in acks.
-func readLines(r io.Reader, ready chan struct{}, acks *atomic.Int64) []string {
+// line "ready" and held at the first "held" line, and counting ack lines
+// in acks.
+func readLines(r io.Reader, ready, held chan struct{}, acks *atomic.Int64) []string {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var lines []string
-	signalled := false
+	signalled, wasHeld := false, false
 	for {
 		s, err := br.ReadString('\n')
 		if err != nil {
 			if !signalled {
 				close(ready)
 			}
+			if !wasHeld {
+				close(held)
+			}
 			return lines
+		}
+		if strings.HasPrefix(s, "held ") && !wasHeld {
+			close(held)
+			wasHeld = true
 		}
 		s = strings.TrimSuffix(s, "\n")
 		lines = append(lines, s)

@@ -20,14 +20,19 @@ import (
 // the bounds the log sets:
 //
 //   - at least the wall clock, the now persisted by the last clean Close,
-//     every acknowledged _ts (replay observes them) and the instant of every
-//     acknowledged DefaultTTL change (the manifest records the clock);
+//     every acknowledged _ts (replay observes them), the instant of every
+//     acknowledged DefaultTTL change (the manifest records the clock) and
+//     the expiry instant of every item that an acknowledged answer found
+//     expired (a read that found an own id gone, a refusal of one): the
+//     engine makes that durable before the answer goes out, so an item
+//     seen gone never comes back;
 //   - at most the wall clock or the highest now the child may have reached.
 //
 // Anything between is allowed: the child may have raised the clock (a
 // read at a wall clock hours ahead, say) less than a second before the
-// kill, before the CLOCK file caught up. Within the bounds the check is
-// exact: an item is visible iff now < its expiry under the policy history.
+// kill, before the CLOCK file caught up, as long as nothing was seen to
+// expire in that time. Within the bounds the check is exact: an item is
+// visible iff now < its expiry under the policy history.
 
 // candidate is one state an item may be in after a round.
 type candidate struct {
@@ -237,10 +242,15 @@ func (ck *checker) measureNow(ctx context.Context, db *engine.DB, r *roundLog, w
 		return 0, false
 	}
 	now := it.TS
-	lo, hi := max(wall, r.durNow), max(wall, r.hiNow)
+	if now < r.relied {
+		r.fail(r.reliedID, "an item seen expired can come back: after the restart at wall clock %d the engine's now is %d, below %d, the expiry instant of %q that the acknowledged answer %q relied on",
+			wall, now, r.relied, r.reliedID, r.lines[r.reliedLine].text)
+		return 0, false
+	}
+	lo, hi := max(wall, r.durNow, r.relied), max(wall, r.hiNow)
 	if now < lo || now > hi {
-		r.fail("clock", "after the restart at wall clock %d the engine's now is %d, want %d..%d (persisted before the kill: %d; highest the child may have reached: %d)",
-			wall, now, lo, hi, r.durNow, r.hiNow)
+		r.fail("clock", "after the restart at wall clock %d the engine's now is %d, want %d..%d (persisted before the kill: %d; relied on by an answer: %d; highest the child may have reached: %d)",
+			wall, now, lo, hi, r.durNow, r.relied, r.hiNow)
 		return 0, false
 	}
 	if len(r.steps) > 0 && now < r.steps[r.conf].now {

@@ -24,47 +24,56 @@ func (wk *worker) run(ctx context.Context) {
 	for k := range idsPerWork {
 		wk.ids = append(wk.ids, ownID(wk.n, k))
 	}
+	wk.ch.pause.RLock()
 	for _, id := range wk.ids {
 		wk.refresh(ctx, id)
 	}
+	wk.ch.pause.RUnlock()
 	for n := 0; ; n++ {
-		tag := fmt.Sprintf("r%d.w%d.%d", wk.ch.round, wk.n, n)
-		if wk.rng.IntN(5) == 0 {
-			wk.shared(ctx, tag)
-			continue
+		wk.ch.pause.RLock()
+		wk.request(ctx, fmt.Sprintf("r%d.w%d.%d", wk.ch.round, wk.n, n))
+		wk.ch.pause.RUnlock()
+	}
+}
+
+// request runs one request of the worker as tag, with the reads that
+// follow it.
+func (wk *worker) request(ctx context.Context, tag string) {
+	if wk.rng.IntN(5) == 0 {
+		wk.shared(ctx, tag)
+		return
+	}
+	var ops []wop
+	if wk.rng.IntN(8) == 0 { // a transactional batch of 2 to 4 items
+		for j, k := range wk.rng.Perm(len(wk.ids))[:2+wk.rng.IntN(3)] {
+			ops = append(ops, wk.pick(wk.ids[k], fmt.Sprintf("%s.%d", tag, j)))
 		}
-		var ops []wop
-		if wk.rng.IntN(8) == 0 { // a transactional batch of 2 to 4 items
-			for j, k := range wk.rng.Perm(len(wk.ids))[:2+wk.rng.IntN(3)] {
-				ops = append(ops, wk.pick(wk.ids[k], fmt.Sprintf("%s.%d", tag, j)))
-			}
+	} else {
+		ops = append(ops, wk.pick(wk.ids[wk.rng.IntN(len(wk.ids))], tag+".0"))
+	}
+	items, reason := wk.ch.write(ctx, wk.c, tag, ops, wk.etags)
+	if reason != "" {
+		// Something expired (or the worker's belief is wrong, which
+		// the checker will say): look again.
+		for _, o := range ops {
+			wk.refresh(ctx, o.id)
+		}
+		return
+	}
+	for i, o := range ops {
+		if o.kind == "delete" {
+			delete(wk.etags, o.id)
 		} else {
-			ops = append(ops, wk.pick(wk.ids[wk.rng.IntN(len(wk.ids))], tag+".0"))
+			wk.etags[o.id] = items[i].ETag
 		}
-		items, reason := wk.ch.write(ctx, wk.c, tag, ops, wk.etags)
-		if reason != "" {
-			// Something expired (or the worker's belief is wrong, which
-			// the checker will say): look again.
-			for _, o := range ops {
-				wk.refresh(ctx, o.id)
-			}
-			continue
+	}
+	if wk.rng.IntN(4) == 0 { // read your writes, through seals and compactions
+		for _, o := range ops {
+			wk.refresh(ctx, o.id)
 		}
-		for i, o := range ops {
-			if o.kind == "delete" {
-				delete(wk.etags, o.id)
-			} else {
-				wk.etags[o.id] = items[i].ETag
-			}
-		}
-		if wk.rng.IntN(4) == 0 { // read your writes, through seals and compactions
-			for _, o := range ops {
-				wk.refresh(ctx, o.id)
-			}
-		}
-		if wk.rng.IntN(4) == 0 { // and any other id, expired or not
-			wk.refresh(ctx, wk.ids[wk.rng.IntN(len(wk.ids))])
-		}
+	}
+	if wk.rng.IntN(4) == 0 { // and any other id, expired or not
+		wk.refresh(ctx, wk.ids[wk.rng.IntN(len(wk.ids))])
 	}
 }
 
