@@ -141,7 +141,9 @@ func bodyTerms(body []byte, cfg *indexConfig, dst []index.Term) []index.Term {
 	}
 	dst = slices.Grow(dst, len(qt)+2) // +2: room for systemTerms
 	for _, t := range qt {
-		dst = append(dst, index.Term(t))
+		if t.Path != idPath { // the primary index answers for ids (query_id.go)
+			dst = append(dst, index.Term(t))
+		}
 	}
 	return dst
 }

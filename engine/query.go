@@ -110,7 +110,7 @@ func (c *Container) planLocked(q *query.Bound) (*query.Plan, string) {
 	usable, why := c.indexUsableLocked()
 	cfg := c.ix.cfg.Load()
 	indexed := func(p string) bool { return usable && cfg.indexed(p) }
-	return q.Plan(indexed), why
+	return withoutIDRanges(q.Plan(indexed)), why
 }
 
 // candidates are the slots a query reads, taken under the lock.
@@ -204,6 +204,9 @@ func (c *Container) liveSlotsLocked(bm *roaring.Bitmap, now int64, dst []index.S
 func (c *Container) evalAccess(a *query.Access) *roaring.Bitmap {
 	switch a.Kind {
 	case query.Eq:
+		if a.Path == idPath {
+			return c.idSlots(a.Keys)
+		}
 		return c.idx.TermEq(a.Path, a.Keys...)
 	case query.Range:
 		return c.idx.TermRange(a.Path, index.KeyBound(a.Lo), index.KeyBound(a.Hi))

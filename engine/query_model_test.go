@@ -54,7 +54,11 @@ func (g queryGen) pred(depth int) string {
 		op := g.pick("AND", "OR")
 		return "(" + g.pred(depth-1) + " " + op + " " + g.pred(depth-1) + ")"
 	}
-	switch g.rng.IntN(13) {
+	switch g.rng.IntN(15) {
+	case 13:
+		return "c.id " + g.pick("=", "<", ">=") + " 'k" + strconv.Itoa(g.rng.IntN(40)) + "'"
+	case 14:
+		return "c.id IN ('k" + strconv.Itoa(g.rng.IntN(40)) + "', 'k" + strconv.Itoa(g.rng.IntN(40)) + "', 3)"
 	case 0:
 		return "c.n = " + g.num()
 	case 1:

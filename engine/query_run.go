@@ -39,6 +39,12 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 			}
 			c.runWalk(ctx, q, cands, w.rest(), yield)
 		}
+	case cands.plan.Order != nil && cands.plan.Order.Path == idPath:
+		// Candidates come in id order: ORDER BY c.id reads only the window.
+		if cands.plan.Order.Desc {
+			slices.Reverse(cands.slots)
+		}
+		c.runScan(ctx, q, cands, yield)
 	case cands.plan.Order != nil:
 		c.runOrdered(ctx, q, cands, yield)
 	default:

@@ -185,6 +185,21 @@ func TestQueryUsesIndex(t *testing.T) {
 	if s := explain(`SELECT * FROM c WHERE c.n > 2 AND c.s = 'x'`); !strings.Contains(s, "/n") || !strings.Contains(s, "/s") {
 		t.Fatalf("range AND equality does not use both indexes:\n%s", s)
 	}
+	if s := explain(`SELECT * FROM c WHERE c.id IN ('a', 'b') AND c.n > 1`); !strings.Contains(s, "/id") || strings.Contains(s, "scan") {
+		t.Fatalf("id equality does not use the primary index:\n%s", s)
+	}
+	if s := explain(`SELECT VALUE COUNT(1) FROM c WHERE c.id = 'a' OR c.id = 'zz'`); !strings.Contains(s, "no document is read") {
+		t.Fatalf("a COUNT of ids is not answered from the index alone:\n%s", s)
+	}
+	if got := runQuery(t, c, `SELECT VALUE COUNT(1) FROM c WHERE c.id = 'a' OR c.id = 'zz' OR c.id = 5`); string(got[0].Body) != "1" {
+		t.Fatalf("COUNT of ids = %s, want 1", got[0].Body)
+	}
+	if s := explain(`SELECT VALUE COUNT(1) FROM c WHERE c.id > 'b' AND c.n = 3`); !strings.Contains(s, "re-check") {
+		t.Fatalf("a range on ids (no secondary terms) must be re-checked:\n%s", s)
+	}
+	if got := runQuery(t, c, `SELECT VALUE COUNT(1) FROM c WHERE c.id > 'b' AND c.n = 3`); string(got[0].Body) != "1" {
+		t.Fatalf("COUNT(c.id > 'b' AND c.n = 3) = %s, want 1", got[0].Body)
+	}
 	if s := explain(`SELECT * FROM c WHERE NOT (c.n = 2)`); !strings.Contains(s, "scan") {
 		t.Fatalf("NOT should scan:\n%s", s)
 	}
