@@ -95,6 +95,10 @@ func (e *ftEnv) open() {
 	})
 	if c, err := e.db.Container("c"); err == nil {
 		e.c = c
+		// The secondary index is rebuilt in the background after Open,
+		// reading segments: let it finish before faults are injected, so
+		// that they hit the request the test means.
+		waitIndexed(e.t, c)
 	}
 }
 
@@ -709,5 +713,37 @@ func testFaultOpen(t *testing.T) {
 				e.check(true)
 			})
 		}
+	}
+}
+
+// TestFaultIndexBuild: an I/O error while the secondary index is rebuilt
+// (after Open, or here after an indexing-policy change) does not let the
+// build finish without the unreadable items: it is retried, and until it
+// is done queries scan; afterwards an exact COUNT from the index counts
+// every item.
+func TestFaultIndexBuild(t *testing.T) {
+	ctx := context.Background()
+	e := newFtEnv(t, func(o *Options) { o.BlockCacheSize = 1 })
+	e.load(200, 100)
+	if err := e.c.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.fs.Inject(vfs.Rule{Op: vfs.OpRead, Path: "seg/", Err: syscall.EIO, Skip: 5, Count: 20})
+	p := e.c.Properties()
+	p.ExcludedPaths = []string{"/nothing/?"} // a policy change: every item is indexed again
+	if err := e.c.SetProperties(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, e.c)
+	if n := e.fs.Injected(vfs.OpRead); n == 0 {
+		t.Fatal("no read fault reached the index build")
+	}
+	const count = `SELECT VALUE COUNT(1) FROM c WHERE c.pad >= ''`
+	if s, _ := e.c.Explain(count); !strings.Contains(s, "no document is read") {
+		t.Fatalf("COUNT is not answered from the index:\n%s", s)
+	}
+	got := runQuery(t, e.c, count)
+	if want := fmt.Sprint(e.c.Stats().Items); string(got[0].Body) != want {
+		t.Fatalf("after a build that met %d read faults, COUNT from the index = %s, want %s", e.fs.Injected(vfs.OpRead), got[0].Body, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/index"
@@ -76,6 +77,10 @@ const (
 	indexBuildBatch = 512
 	indexLazyBatch  = 1024
 )
+
+// indexRetry is how often the index loop retries a build that could not
+// read some items.
+const indexRetry = time.Second
 
 // setIndexing installs the indexing policy of props and starts a rebuild
 // of every live item's terms; c.mu is held for writing.
@@ -216,9 +221,16 @@ func (c *Container) indexStep() (more bool) {
 		ups = append(ups, update{l.id, l.seq, t})
 	}
 	var rec segment.Record
+	var failed []string
+	var failure error
 	for _, id := range build {
 		if err := c.fetch(id, c.db.clock.now(), &rec); err != nil {
-			continue // gone, expired, or unreadable: nothing to index
+			if !isNotFound(err) {
+				// Unreadable now (an I/O error, damage): the build must not
+				// finish without it, or the index would miss a live item.
+				failed, failure = append(failed, id), err
+			}
+			continue // gone or expired: nothing to index
 		}
 		t := systemTerms(cfg, rec.TS, rec.Seq, bodyTerms(rec.Body, cfg, nil))
 		ups = append(ups, update{id, rec.Seq, t})
@@ -235,6 +247,13 @@ func (c *Container) indexStep() (more bool) {
 			continue // a newer write already set its terms
 		}
 		c.idx.SetTerms(u.id, u.seq, u.terms)
+	}
+	if len(failed) > 0 {
+		// Retried at the index loop's next tick; queries scan meanwhile,
+		// and meet the error themselves if the item is still unreadable.
+		c.ix.build = append(c.ix.build, failed...)
+		c.db.log.Warn("ebb: index build could not read items; will retry", "container", c.id, "items", len(failed), "err", failure)
+		return false
 	}
 	if len(c.ix.build) == 0 && !c.ix.ready {
 		c.ix.ready = true
@@ -259,11 +278,14 @@ func (c *Container) indexUsableLocked() (bool, string) {
 // builds, a batch per container in turn, until none is left.
 func (db *DB) indexLoop() {
 	defer db.workers.Done()
+	retry := time.NewTicker(indexRetry)
+	defer retry.Stop()
 	for {
 		select {
 		case <-db.quit:
 			return
 		case <-db.indexKick:
+		case <-retry.C: // builds that met unreadable items
 		}
 		for more := true; more; {
 			more = false
