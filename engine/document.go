@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/policy"
 )
 
@@ -312,7 +313,7 @@ func renderBody(dst, stored []byte, ts int64, etag string) []byte {
 	dst = append(dst, `{"_ts":`...)
 	dst = strconv.AppendInt(dst, ts, 10)
 	dst = append(dst, `,"_etag":`...)
-	dst = appendJSONString(dst, etag)
+	dst = query.AppendString(dst, etag)
 	rest := stored[skipWS(stored, 0):]
 	if len(rest) > 0 && rest[0] == '{' {
 		rest = rest[skipWS(rest, 1):]
@@ -322,49 +323,6 @@ func renderBody(dst, stored []byte, ts int64, etag string) []byte {
 	}
 	dst = append(dst, ',')
 	return append(dst, rest...)
-}
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			const hex = "0123456789abcdef"
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // kindOf names the JSON type a value starting with c has, or "" if no JSON

@@ -27,7 +27,7 @@ func (v Value) AppendJSON(dst []byte) []byte {
 	case Number:
 		return appendNumber(dst, v.num)
 	case String:
-		return appendString(dst, v.str)
+		return AppendString(dst, v.str)
 	case Array:
 		dst = append(dst, '[')
 		n := 0
@@ -52,7 +52,7 @@ func (v Value) AppendJSON(dst []byte) []byte {
 			if n > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, m.Key)
+			dst = AppendString(dst, m.Key)
 			dst = append(dst, ':')
 			dst = m.Value.AppendJSON(dst)
 			n++
@@ -85,7 +85,9 @@ func appendNumber(dst []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-func appendString(dst []byte, s string) []byte {
+// AppendString appends s as a JSON string: quotes, backslashes and control
+// characters escaped, invalid UTF-8 replaced by U+FFFD.
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
