@@ -153,7 +153,10 @@ func (c *Container) collect(q *query.Bound, now int64, mayStop bool) (candidates
 		bm = c.evalAccess(plan.Access)
 		c.idx.DropExpired(bm) // one AndNot of the expired set
 	}
-	out := candidates{plan: plan, exact: plan.Access != nil && plan.Exact}
+	// Only a consistent index is exact: a lazy one may still hold an
+	// item's terms from an older version.
+	consistent := c.ix.cfg.Load().mode == IndexingConsistent
+	out := candidates{plan: plan, exact: consistent && plan.Access != nil && plan.Exact}
 	if q.IsCount() && out.exact && !q.CountNeedsDocs() {
 		// The index decided the WHERE: count live slots, read nothing.
 		out.counted = true

@@ -56,17 +56,25 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 type doc struct {
 	rec segment.Record
 	val query.Value
+	raw bool // not decoded: a SELECT * the index alone decided (val unset)
 }
 
 // fetchMatch reads slot s's item as of now and evaluates the WHERE on it.
 // An item that is gone, expired or changed so that it no longer matches
 // reports false: the query runs against what is live as each item is read.
-func (c *Container) fetchMatch(q *query.Bound, s *index.Slot, d *doc) (bool, error) {
+//
+// With trusted, the candidates are known to match as they were collected
+// and only the whole document is wanted: an item still at the version
+// collected is not decoded at all (doc.raw).
+func (c *Container) fetchMatch(q *query.Bound, s *index.Slot, d *doc, trusted bool) (bool, error) {
 	if err := c.fetch(s.ID, c.db.clock.now(), &d.rec); err != nil {
 		if isNotFound(err) && !c.isDeleted() {
 			return false, nil
 		}
 		return false, err
+	}
+	if d.raw = trusted && d.rec.Seq == s.Seq; d.raw {
+		return true, nil
 	}
 	etag := etagOf(d.rec.Seq)
 	v, err := query.Decode(renderBody(nil, d.rec.Body, d.rec.TS, etag))
@@ -75,6 +83,13 @@ func (c *Container) fetchMatch(q *query.Bound, s *index.Slot, d *doc) (bool, err
 	}
 	d.val = v
 	return q.Match(v), nil
+}
+
+// trusted reports whether the candidates need neither the WHERE re-checked
+// (none, or the index decided it) nor any value of theirs (SELECT *), so
+// that an item still at its collected version goes out undecoded.
+func (cands *candidates) trusted(q *query.Bound) bool {
+	return q.SelectsAll() && (cands.exact || !q.HasWhere())
 }
 
 // window applies TOP or OFFSET/LIMIT to projected results.
@@ -103,6 +118,17 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 	if w.limit == 0 {
 		return false
 	}
+	if d.raw {
+		w.taken++
+		if w.skip > 0 {
+			w.skip--
+			return true
+		}
+		if w.limit > 0 {
+			w.limit--
+		}
+		return yield(makeItem(&d.rec), nil) && w.limit != 0
+	}
 	v, ok := q.Project(d.val)
 	if !ok {
 		return true // SELECT VALUE of an undefined value: nothing to emit
@@ -121,13 +147,13 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 // matches reads slots one by one and calls fn with each item that is live
 // and matches as it is read, until fn returns false. It returns the error
 // that ended the reading (the context's, or a failed read), or nil.
-func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.Slot, fn func(d *doc) bool) error {
+func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.Slot, trusted bool, fn func(d *doc) bool) error {
 	for i := range slots {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		var d doc
-		ok, err := c.fetchMatch(q, &slots[i], &d)
+		ok, err := c.fetchMatch(q, &slots[i], &d, trusted)
 		if err != nil {
 			return err
 		}
@@ -141,7 +167,7 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.S
 // runScan yields the matching items in id order, reading them one by one.
 func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	w := newWindow(q)
-	if err := c.matches(ctx, q, cands.slots, func(d *doc) bool { return w.offer(q, d, yield) }); err != nil {
+	if err := c.matches(ctx, q, cands.slots, cands.trusted(q), func(d *doc) bool { return w.offer(q, d, yield) }); err != nil {
 		yield(Item{}, err)
 	}
 }
@@ -151,7 +177,7 @@ func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidate
 func (c *Container) runCount(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	n := cands.count
 	if !cands.counted {
-		err := c.matches(ctx, q, cands.slots, func(d *doc) bool {
+		err := c.matches(ctx, q, cands.slots, false, func(d *doc) bool {
 			if q.CountItem(d.val) {
 				n++
 			}
@@ -182,7 +208,7 @@ func sortKeyed(ds []keyedDoc, desc bool) {
 // candidate and sorts them. (runWalk avoids that when an index can.)
 func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	var all []keyedDoc
-	err := c.matches(ctx, q, cands.slots, func(d *doc) bool {
+	err := c.matches(ctx, q, cands.slots, false, func(d *doc) bool {
 		all = append(all, keyedDoc{q.OrderKey(d.val), d})
 		return true
 	})
@@ -208,7 +234,7 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidates, w *window, yield func(Item, error) bool) (again bool) {
 	_, desc, _ := q.OrderBy()
 	var undef, complexVals []keyedDoc
-	err := c.matches(ctx, q, cands.rest, func(d *doc) bool {
+	err := c.matches(ctx, q, cands.rest, false, func(d *doc) bool {
 		if k := q.OrderKey(d.val); k.Kind() == query.Undefined {
 			undef = append(undef, keyedDoc{k, d})
 		} else {
@@ -231,7 +257,7 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 		}
 	}
 	stopped := false
-	err = c.matches(ctx, q, cands.slots, func(d *doc) bool {
+	err = c.matches(ctx, q, cands.slots, cands.trusted(q), func(d *doc) bool {
 		stopped = !w.offer(q, d, yield)
 		return !stopped
 	})
