@@ -26,10 +26,31 @@
 // # Time
 //
 // The engine's clock never runs backwards: now is the maximum of the wall
-// clock and the highest time already observed, which Close (and a background
-// tick, once a second) persists. A clock found behind on the next Open cannot
-// bring an expired item back. Expiry is final: no later change of DefaultTTL
-// revives an item that was expired at any instant.
+// clock and the highest time already observed, which Close and a background
+// tick (once a second) persist, and which is made durable before any answer
+// that relies on an item having expired goes out. So neither a clock found
+// behind on the next Open nor a crash can bring back an item anyone saw
+// expire. Expiry is final: no later change of DefaultTTL revives an item
+// that was expired at any instant.
+//
+// # Queries
+//
+//	for it, err := range c.Query(ctx, "SELECT * FROM c WHERE c.user = @u ORDER BY c.n DESC",
+//		engine.Param{Name: "@u", Value: "x"}) { ... }
+//
+// Container.Query runs the Cosmos DB SQL subset of package query against the
+// container's live items, served from in-memory secondary indexes kept as
+// ContainerProperties.Indexing says (consistent, lazy or none; see
+// indexer.go), and Container.Explain says how. Expired items are never in
+// a result or a count.
+//
+// # Failures
+//
+// An I/O error in the journal fails the writes it carried with an error
+// wrapping ErrReadOnly and the cause; the DB then refuses writes and keeps
+// serving reads until it is reopened. Seals and compactions that fail leave
+// everything as it was and are retried. Options.FS (package vfs) injects
+// faults and power cuts in tests.
 //
 // # Caveats
 //
