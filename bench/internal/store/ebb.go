@@ -35,7 +35,12 @@ func openEbb(dir string, o Options) (Store, error) {
 	}
 	c, err := db.Container(ebbContainer)
 	if errors.Is(err, engine.ErrNotFound) {
-		c, err = db.CreateContainer(context.Background(), engine.ContainerProperties{ID: ebbContainer, DefaultTTL: engine.TTL(-1)})
+		// The peers are key-value stores with no secondary indexes, so ebb
+		// indexes no path either. (IndexingNone would say the same, but
+		// TTL needs indexing consistent or lazy, as in Cosmos DB.)
+		c, err = db.CreateContainer(context.Background(), engine.ContainerProperties{
+			ID: ebbContainer, DefaultTTL: engine.TTL(-1), ExcludedPaths: []string{"/*"},
+		})
 	}
 	if err != nil {
 		db.Close()
