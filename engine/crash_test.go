@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -31,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/internal/testdoc"
 	"github.com/ebbdb/ebb/engine/journal"
 )
 
@@ -42,11 +42,8 @@ const (
 	ckDefaultTTL = 3600 // the container's DefaultTTL
 )
 
-func ckHash(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
-}
+// ckHash is the hash a write's tag derives from.
+func ckHash(s string) uint64 { return testdoc.Hash(s) }
 
 // ckTTL is the item ttl that write w puts in its document: 0 (absent), -1,
 // a large one, or 5 seconds.
@@ -63,29 +60,8 @@ func ckTTL(w string) int32 {
 	}
 }
 
-// ckDoc is the document that write w stores in item id: a pure function of
-// both, so that any body read back can be checked byte for byte against the
-// write it claims to be.
-func ckDoc(id, w string) []byte {
-	h := ckHash(w)
-	n := 20 + int(h>>8%400)
-	if h>>20%16 == 0 {
-		n = 2000 + int(h>>24%5000) // a few large ones fill blocks
-	}
-	r := rand.New(rand.NewPCG(h, 0x9e3779b97f4a7c15))
-	pad := make([]byte, n)
-	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	for i := range pad {
-		pad[i] = alphabet[r.IntN(len(alphabet))]
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"id":%q,"w":%q,"n":{"h":%d,"a":[1,"two",null,true]},"pad":"%s"`, id, w, h%1_000_000, pad)
-	if ttl := ckTTL(w); ttl != 0 {
-		fmt.Fprintf(&b, `,"ttl":%d`, ttl)
-	}
-	b.WriteString("}")
-	return []byte(b.String())
-}
+// ckDoc is the document that write w stores in item id.
+func ckDoc(id, w string) []byte { return testdoc.Doc(id, w, ckTTL(w)) }
 
 // ckDocs caches the decoded documents of ckDoc (read-only once stored).
 var ckDocs sync.Map

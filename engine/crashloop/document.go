@@ -3,12 +3,10 @@ package crashloop
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"reflect"
-	"strings"
 
 	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/internal/testdoc"
 )
 
 // The documents of the workload are pure functions of the item id and the
@@ -16,11 +14,7 @@ import (
 // against the write it names, and the checker knows every write's ttl from
 // its tag alone.
 
-func hashOf(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
-}
+func hashOf(s string) uint64 { return testdoc.Hash(s) }
 
 // ttlOf is the item ttl that write w puts in its document: 0 (absent), -1,
 // a large one, two hours (which a forward clock leap ends), or 5 to 60
@@ -42,26 +36,7 @@ func ttlOf(w string) int32 {
 }
 
 // docFor is the document that write w stores in item id.
-func docFor(id, w string) []byte {
-	h := hashOf(w)
-	n := 20 + int(h>>8%400)
-	if h>>20%16 == 0 {
-		n = 2000 + int(h>>24%5000) // a few large ones fill blocks
-	}
-	r := rand.New(rand.NewPCG(h, 0x9e3779b97f4a7c15))
-	pad := make([]byte, n)
-	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	for i := range pad {
-		pad[i] = alphabet[r.IntN(len(alphabet))]
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"id":%q,"w":%q,"n":{"h":%d,"a":[1,"two",null,true]},"pad":"%s"`, id, w, h%1_000_000, pad)
-	if ttl := ttlOf(w); ttl != 0 {
-		fmt.Fprintf(&b, `,"ttl":%d`, ttl)
-	}
-	b.WriteString("}")
-	return []byte(b.String())
-}
+func docFor(id, w string) []byte { return testdoc.Doc(id, w, ttlOf(w)) }
 
 // writeOf returns the tag of the write that item it claims to be, and
 // checks that its body is exactly that write's document with the item's
