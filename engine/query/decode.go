@@ -275,47 +275,19 @@ func (d *decoder) slowString() (string, bool) {
 				d.fail("unterminated escape")
 				return "", false
 			}
-			e := s[i+1]
-			i += 2
-			switch e {
-			case '"', '\\', '/':
-				b.WriteByte(e)
-			case 'b':
-				b.WriteByte('\b')
-			case 'f':
-				b.WriteByte('\f')
-			case 'n':
-				b.WriteByte('\n')
-			case 'r':
-				b.WriteByte('\r')
-			case 't':
-				b.WriteByte('\t')
-			case 'u':
-				r, ok := hex4(s, i)
-				if !ok {
-					d.i = i
+			r, next, ok := unescape(s, i+1)
+			if !ok {
+				if e := s[i+1]; e == 'u' {
+					d.i = i + 2
 					d.fail("invalid \\u escape")
-					return "", false
+				} else {
+					d.i = i + 1
+					d.fail(fmt.Sprintf("invalid escape \\%c", e))
 				}
-				i += 4
-				if utf16.IsSurrogate(r) {
-					r2, ok2 := rune(-1), false
-					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						r2, ok2 = hex4(s, i+2)
-					}
-					if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
-						r = dec
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
-				}
-				b.WriteRune(r)
-			default:
-				d.i = i - 1
-				d.fail(fmt.Sprintf("invalid escape \\%c", e))
 				return "", false
 			}
+			b.WriteRune(r)
+			i = next
 		case c < utf8.RuneSelf:
 			b.WriteByte(c)
 			i++
@@ -332,6 +304,46 @@ func (d *decoder) slowString() (string, bool) {
 	d.i = len(s)
 	d.fail("unterminated string")
 	return "", false
+}
+
+// unescape decodes the JSON escape whose letter is at s[i], just past the
+// backslash: \" \\ \/ \b \f \n \r \t, or \uXXXX, joined with a following
+// \uXXXX when the two make a surrogate pair (a lone surrogate is U+FFFD,
+// as encoding/json has it). It returns the rune and the index past the
+// escape; ok is false for an escape JSON does not have.
+func unescape[T string | []byte](s T, i int) (r rune, next int, ok bool) {
+	switch e := s[i]; e {
+	case '"', '\\', '/':
+		return rune(e), i + 1, true
+	case 'b':
+		return '\b', i + 1, true
+	case 'f':
+		return '\f', i + 1, true
+	case 'n':
+		return '\n', i + 1, true
+	case 'r':
+		return '\r', i + 1, true
+	case 't':
+		return '\t', i + 1, true
+	case 'u':
+		r, ok := hex4(s, i+1)
+		if !ok {
+			return 0, i, false
+		}
+		i += 5
+		if utf16.IsSurrogate(r) {
+			r2, ok2 := rune(-1), false
+			if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+				r2, ok2 = hex4(s, i+2)
+			}
+			if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
+				return dec, i + 6, true
+			}
+			return utf8.RuneError, i, true
+		}
+		return r, i, true
+	}
+	return 0, i, false
 }
 
 // hex4 parses the four hex digits at s[i:].

@@ -3,7 +3,6 @@ package query
 import (
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -151,43 +150,21 @@ func (l *lexer) stringLit(q byte) token {
 				l.i = len(s)
 				return token{kind: tError, text: "unterminated string", raw: s[start:], pos: start}
 			}
-			e := s[l.i+1]
-			l.i += 2
-			switch e {
-			case '\'', '"', '\\', '/':
-				b.WriteByte(e)
-			case 'b':
-				b.WriteByte('\b')
-			case 'f':
-				b.WriteByte('\f')
-			case 'n':
-				b.WriteByte('\n')
-			case 'r':
-				b.WriteByte('\r')
-			case 't':
-				b.WriteByte('\t')
-			case 'u':
-				r, ok := hex4(s, l.i)
-				if !ok {
-					return token{kind: tError, text: `invalid \u escape`, raw: s[l.i-2 : min(l.i+4, len(s))], pos: l.i - 2}
-				}
-				l.i += 4
-				if utf16.IsSurrogate(r) {
-					dec := utf8.RuneError
-					if l.i+6 <= len(s) && s[l.i] == '\\' && s[l.i+1] == 'u' {
-						if r2, ok := hex4(s, l.i+2); ok {
-							if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-								dec = d
-								l.i += 6
-							}
-						}
-					}
-					r = dec
-				}
-				b.WriteRune(r)
-			default:
-				return token{kind: tError, text: "invalid escape", raw: s[l.i-2 : l.i], pos: l.i - 2}
+			at := l.i
+			if s[at+1] == '\'' {
+				b.WriteByte('\'')
+				l.i += 2
+				continue
 			}
+			r, next, ok := unescape(s, at+1)
+			switch {
+			case !ok && s[at+1] == 'u':
+				return token{kind: tError, text: `invalid \u escape`, raw: s[at:min(at+6, len(s))], pos: at}
+			case !ok:
+				return token{kind: tError, text: "invalid escape", raw: s[at : at+2], pos: at}
+			}
+			b.WriteRune(r)
+			l.i = next
 		default:
 			b.WriteByte(c)
 			l.i++

@@ -3,7 +3,6 @@ package query
 import (
 	"encoding/binary"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -179,43 +178,12 @@ func (s *termScanner) appendString(dst []byte) ([]byte, bool) {
 			if i+1 >= len(doc) {
 				return dst, false
 			}
-			e := doc[i+1]
-			i += 2
-			switch e {
-			case '"', '\\', '/':
-				dst = append(dst, e)
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				r, ok := hex4(doc, i)
-				if !ok {
-					return dst, false
-				}
-				i += 4
-				if utf16.IsSurrogate(r) {
-					r2, ok2 := rune(-1), false
-					if i+6 <= len(doc) && doc[i] == '\\' && doc[i+1] == 'u' {
-						r2, ok2 = hex4(doc, i+2)
-					}
-					if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
-						r = dec
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
-				}
-				dst = utf8.AppendRune(dst, r)
-			default:
+			r, next, ok := unescape(doc, i+1)
+			if !ok {
 				return dst, false
 			}
+			dst = utf8.AppendRune(dst, r)
+			i = next
 			run = i
 		case c < 0x20:
 			return dst, false
