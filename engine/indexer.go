@@ -50,8 +50,13 @@ func (cfg *indexConfig) indexed(p string) bool {
 type indexState struct {
 	cfg   atomic.Pointer[indexConfig]
 	ready bool       // every live item's terms are set: queries may use them
-	build []string   // ids whose terms the running build has yet to set
 	lazy  []lazyItem // lazy mode: writes whose terms are not set yet
+	// A build walks the slots once, from cursor on, while building; items
+	// it could not read wait in retry for the index loop's next tick.
+	// Items written meanwhile get their terms from the write itself.
+	building bool
+	cursor   uint32
+	retry    []string
 	// inflight counts the lazy writes and build ids an index step has
 	// taken and not yet set: the index lags while it is not zero.
 	inflight int
@@ -60,7 +65,7 @@ type indexState struct {
 // laggingLocked reports whether writes or a build wait to reach the
 // secondary index; c.mu is held.
 func (c *Container) indexLaggingLocked() bool {
-	return !c.ix.ready || len(c.ix.lazy) > 0 || len(c.ix.build) > 0 || c.ix.inflight > 0
+	return !c.ix.ready || len(c.ix.lazy) > 0 || c.ix.building || len(c.ix.retry) > 0 || c.ix.inflight > 0
 }
 
 // lazyItem is a write whose terms the index loop has yet to set.
@@ -101,21 +106,12 @@ func (c *Container) setIndexingLocked(props ContainerProperties) {
 	}
 	c.ix.cfg.Store(cfg)
 	c.idx.ClearTerms()
-	c.ix.lazy = nil
-	c.ix.build = nil
-	c.ix.ready = cfg.mode == IndexingNone
-	if cfg.mode == IndexingNone || cfg.paths == nil {
-		return
+	c.ix.lazy, c.ix.retry, c.ix.cursor = nil, nil, 0
+	c.ix.building = cfg.paths != nil && c.idx.Len() > 0
+	c.ix.ready = !c.ix.building
+	if c.ix.building {
+		c.db.kickIndex()
 	}
-	now := c.db.clock.highest()
-	c.idx.Each(func(s *index.Slot, expired bool) bool {
-		if !expired && c.idx.ExpiresAt(s) > now {
-			c.ix.build = append(c.ix.build, s.ID)
-		}
-		return true
-	})
-	c.ix.ready = len(c.ix.build) == 0
-	c.db.kickIndex()
 }
 
 // writeTerms computes the terms of an op's document ahead of its commit,
@@ -188,8 +184,9 @@ func (c *Container) indexWriteLocked(o *op, rec *segment.Record) {
 }
 
 // indexStep does one batch of index upkeep for c: lazy writes first, then
-// the running build. It reports whether work is left.
-func (c *Container) indexStep() (more bool) {
+// the running build, then (with retry, at the loop's tick) the items a
+// build could not read. It reports whether work is left now.
+func (c *Container) indexStep(retry bool) (more bool) {
 	c.mu.Lock()
 	if c.deleted {
 		c.mu.Unlock()
@@ -202,10 +199,18 @@ func (c *Container) indexStep() (more bool) {
 	}
 	c.ix.lazy = c.ix.lazy[len(lazy):]
 	var build []string
-	if len(lazy) == 0 {
-		n := min(len(c.ix.build), indexBuildBatch)
-		build = c.ix.build[len(c.ix.build)-n:]
-		c.ix.build = c.ix.build[:len(c.ix.build)-n]
+	switch {
+	case len(lazy) > 0:
+	case c.ix.building:
+		var slots []index.Slot
+		var done bool
+		slots, c.ix.cursor, done = c.idx.LiveFrom(c.ix.cursor, indexBuildBatch, c.db.clock.now())
+		c.ix.building = !done
+		for i := range slots {
+			build = append(build, slots[i].ID)
+		}
+	case retry:
+		build, c.ix.retry = c.ix.retry, nil
 	}
 	c.ix.inflight += len(lazy) + len(build)
 	c.mu.Unlock()
@@ -251,14 +256,13 @@ func (c *Container) indexStep() (more bool) {
 	if len(failed) > 0 {
 		// Retried at the index loop's next tick; queries scan meanwhile,
 		// and meet the error themselves if the item is still unreadable.
-		c.ix.build = append(c.ix.build, failed...)
+		c.ix.retry = append(c.ix.retry, failed...)
 		c.db.log.Warn("ebb: index build could not read items; will retry", "container", c.id, "items", len(failed), "err", failure)
-		return false
 	}
-	if len(c.ix.build) == 0 && !c.ix.ready {
+	if !c.ix.building && len(c.ix.retry) == 0 {
 		c.ix.ready = true
 	}
-	return len(c.ix.lazy) > 0 || len(c.ix.build) > 0
+	return len(c.ix.lazy) > 0 || c.ix.building
 }
 
 // indexUsable reports whether queries may use the secondary index, and
@@ -268,8 +272,10 @@ func (c *Container) indexUsableLocked() (bool, string) {
 	switch {
 	case cfg == nil || cfg.mode == IndexingNone:
 		return false, "indexing mode none"
+	case c.ix.building:
+		return false, "index building"
 	case !c.ix.ready:
-		return false, "index building: " + strconv.Itoa(len(c.ix.build)) + " items to go"
+		return false, "index building: " + strconv.Itoa(len(c.ix.retry)) + " unreadable items to retry"
 	}
 	return true, ""
 }
@@ -281,13 +287,15 @@ func (db *DB) indexLoop() {
 	retry := time.NewTicker(indexRetry)
 	defer retry.Stop()
 	for {
+		tick := false
 		select {
 		case <-db.quit:
 			return
 		case <-db.indexKick:
 		case <-retry.C: // builds that met unreadable items
+			tick = true
 		}
-		for more := true; more; {
+		for more := true; more; tick = false {
 			more = false
 			for _, c := range db.containerList() {
 				select {
@@ -295,7 +303,7 @@ func (db *DB) indexLoop() {
 					return
 				default:
 				}
-				if c.indexStep() {
+				if c.indexStep(tick) {
 					more = true
 				}
 			}

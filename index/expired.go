@@ -13,3 +13,27 @@ func (x *Index) SlotOf(id string) (uint32, bool) {
 	n, _, ok := x.ids.find(id, x.slots)
 	return n, ok
 }
+
+// LiveFrom returns up to limit slots that are in use, not marked expired
+// and live at now, in slot order from slot number from on, with where the
+// next call starts and whether none are left: a walk over every live item
+// in bounded steps (an index rebuild), with no copy of the ids up front.
+// Slots are never moved, so a walk started before writes still visits
+// every item that was live when it started and is live still.
+func (x *Index) LiveFrom(from uint32, limit int, now int64) (out []Slot, next uint32, done bool) {
+	it := x.used.Iterator()
+	it.AdvanceIfNeeded(from)
+	for it.HasNext() {
+		n := it.Next()
+		if len(out) == limit {
+			return out, n, false
+		}
+		if x.expired.Contains(n) {
+			continue
+		}
+		if s := x.slots.at(n); x.ExpiresAt(s) > now {
+			out = append(out, *s)
+		}
+	}
+	return out, 0, true
+}
