@@ -1,5 +1,8 @@
 package index
 
+// Helpers for queries and index rebuilds: the expired set as a filter,
+// an id's slot, and a stepwise walk over the live slots.
+
 import "github.com/RoaringBitmap/roaring/v2"
 
 // DropExpired removes from bm, in place, every slot marked expired: the
