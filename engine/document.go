@@ -16,8 +16,15 @@ import (
 // Document limits.
 const (
 	// MaxDocumentSize is the largest document accepted, in bytes of JSON as
-	// given to a write (system properties the caller sends included).
+	// stored: the document without the system properties (_ts, _etag,
+	// _rid, _self, _attachments) and without whitespace between its
+	// top-level members. Read adds _ts and _etag to what it returns, so
+	// whatever Read returns can be written back.
 	MaxDocumentSize = 2 << 20
+	// maxInputSize bounds the bytes a write may send, system properties and
+	// whitespace included, so that a document is refused before it is
+	// scanned and copied when it cannot fit.
+	maxInputSize = 2 * MaxDocumentSize
 	// MaxIDLength is the longest id accepted, in characters (Unicode code
 	// points, counted after JSON unescaping).
 	MaxIDLength = 255
@@ -87,9 +94,12 @@ func isSystemProperty(k []byte) bool {
 
 // parseDocument validates b and extracts what the engine needs from it.
 //
-// b must be at most MaxDocumentSize bytes of valid JSON (RFC 8259: UTF-8,
-// nothing but whitespace after the value, nesting at most 128 deep) whose
-// value is an object. Its top-level members must have distinct names (after
+// b must be valid JSON (RFC 8259: UTF-8, nothing but whitespace after the
+// value, nesting at most 128 deep) whose value is an object of at most
+// MaxDocumentSize bytes once stored. Beyond the grammar, every number must
+// fit a float64 (|x| <= 1.8e308) and every \u escape of a UTF-16 surrogate
+// must be one half of a pair, so that each string means one sequence of
+// characters and every query can decode what was stored. Its top-level members must have distinct names (after
 // unescaping) and must include "id", a non-empty JSON string that passes
 // validateID. A top-level "ttl", if present, must be one policy.ParseItemTTL
 // accepts. System properties (_ts, _etag, _rid, _self, _attachments) may be
@@ -100,7 +110,7 @@ func isSystemProperty(k []byte) bool {
 //
 // The input is scanned once; nothing is decoded into maps or interfaces.
 func parseDocument(b []byte) (parsedDoc, error) {
-	if len(b) > MaxDocumentSize {
+	if len(b) > maxInputSize {
 		return parsedDoc{}, docErrorf("%d bytes is larger than the maximum document size of %d bytes", len(b), MaxDocumentSize)
 	}
 	i := skipWS(b, 0)
@@ -108,10 +118,16 @@ func parseDocument(b []byte) (parsedDoc, error) {
 		return parsedDoc{}, docErrorf("empty; a document must be a JSON object")
 	}
 	if b[i] != '{' {
-		if k := kindOf(b[i]); k != "" {
-			return parsedDoc{}, docErrorf("must be a JSON object, not %s", k)
+		// Invalid JSON is reported as such, where it goes wrong; only a
+		// whole valid value of another type is "not an object".
+		end, err := scanValue(b, i, 0)
+		if err != nil {
+			return parsedDoc{}, err
 		}
-		return parsedDoc{}, syntaxError(b, i, "")
+		if j := skipWS(b, end); j != len(b) {
+			return parsedDoc{}, syntaxError(b, j, "unexpected data after the top-level value")
+		}
+		return parsedDoc{}, docErrorf("must be a JSON object, not %s", kindOf(b[i]))
 	}
 
 	body := make([]byte, 1, len(b)) // the body never outgrows the input
@@ -154,7 +170,7 @@ func parseDocument(b []byte) (parsedDoc, error) {
 			i = skipWS(b, i+1)
 			vs := i
 			if valEnd, err = scanValue(b, i, 1); err != nil {
-				return parsedDoc{}, err
+				return parsedDoc{}, locate(err, b, ks, keyEnd, vs)
 			}
 			val := b[vs:valEnd]
 
@@ -217,6 +233,9 @@ func parseDocument(b []byte) (parsedDoc, error) {
 		return parsedDoc{}, syntaxError(b, i, "unexpected data after the top-level object")
 	}
 	body = append(body, '}')
+	if len(body) > MaxDocumentSize {
+		return parsedDoc{}, docErrorf("%d bytes is larger than the maximum document size of %d bytes (system properties and whitespace between members not counted)", len(body), MaxDocumentSize)
+	}
 
 	if dup != nil {
 		return parsedDoc{}, docErrorf("duplicate property %s", quoteShort(string(dup)))
@@ -253,8 +272,9 @@ func parseDocument(b []byte) (parsedDoc, error) {
 }
 
 // validateID applies the id rules: a non-empty string of valid UTF-8, at most
-// MaxIDLength characters, without '/', '\\', '?' or '#'. The error wraps
-// ErrInvalidDocument and its message starts with "id".
+// MaxIDLength characters, without '/', '\\', '?', '#' or a control character
+// (U+0000 to U+001F). The error wraps ErrInvalidDocument and its message
+// starts with "id".
 func validateID(id string) error {
 	if id == "" {
 		return &docError{msg: "id must be a non-empty string"}
@@ -266,6 +286,9 @@ func validateID(id string) error {
 			switch c {
 			case '/', '\\', '?', '#':
 				return &docError{msg: fmt.Sprintf("id %s must not contain %q", quoteShort(id), c)}
+			}
+			if c < 0x20 {
+				return &docError{msg: fmt.Sprintf("id %s must not contain control character U+%04X", quoteShort(id), c)}
 			}
 			i++
 		} else {
@@ -418,12 +441,12 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				j += 2
 			case 'u':
-				for k := j + 2; k < j+6; k++ {
-					if k >= len(b) || !isHex(b[k]) {
-						return 0, false, syntaxError(b, j, "invalid \\u escape in string")
-					}
+				if !isHex4(b, j+2) {
+					return 0, false, syntaxError(b, j, "invalid \\u escape in string")
 				}
-				j += 6
+				if j, err = scanSurrogates(b, j); err != nil {
+					return 0, false, err
+				}
 			default:
 				return 0, false, syntaxError(b, j, "invalid escape in string")
 			}
@@ -439,6 +462,56 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 			j += size
 		}
 	}
+}
+
+// isHex4 reports whether b[i:i+4] are four hex digits.
+func isHex4(b []byte, i int) bool {
+	if i+4 > len(b) {
+		return false
+	}
+	return isHex(b[i]) && isHex(b[i+1]) && isHex(b[i+2]) && isHex(b[i+3])
+}
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
+}
+
+// scanSurrogates checks the valid \u escape at b[j] and returns the index
+// past it, or past the pair when it opens a UTF-16 surrogate pair. A
+// surrogate escape that is not half of a pair is refused: decoders replace
+// it with U+FFFD, so two different strings (ids among them) would read as
+// one.
+func scanSurrogates(b []byte, j int) (int, error) {
+	r := hex4(b[j+2:])
+	switch {
+	case r < 0xd800 || r >= 0xe000:
+		return j + 6, nil
+	case r < 0xdc00: // a high surrogate: a low one must follow
+		k := j + 6
+		if k >= len(b) {
+			return 0, syntaxError(b, k, "unterminated string")
+		}
+		if k+1 < len(b) && b[k] == '\\' && b[k+1] == 'u' {
+			if !isHex4(b, k+2) {
+				return 0, syntaxError(b, k, "invalid \\u escape in string")
+			}
+			if lo := hex4(b[k+2:]); lo >= 0xdc00 && lo < 0xe000 {
+				return k + 6, nil
+			}
+		}
+	}
+	return 0, &valueError{off: j, what: fmt.Sprintf("unpaired surrogate %s in a string", b[j:j+6])}
 }
 
 func isHex(c byte) bool {
@@ -485,8 +558,29 @@ func scanNumber(b []byte, i int) (int, error) {
 		for j < len(b) && isDigit(b[j]) {
 			j++
 		}
+		return j, checkRange(b, i, j)
+	}
+	if j-i > 308 {
+		// Without an exponent, fewer than 309 integer digits stay below
+		// 1e308 < MaxFloat64: only longer numbers need the range check.
+		return j, checkRange(b, i, j)
 	}
 	return j, nil
+}
+
+// checkRange refuses the number b[i:j] when it is beyond float64's range
+// (|x| > 1.8e308): every reader of a stored body (queries, index terms)
+// decodes numbers as float64, so such a number could be written and never
+// read. Numbers too small for a float64 round to 0, as they do everywhere.
+func checkRange(b []byte, i, j int) error {
+	if _, err := strconv.ParseFloat(string(b[i:j]), 64); err != nil {
+		text := string(b[i:j])
+		if len(text) > 40 {
+			text = text[:40] + "..."
+		}
+		return &valueError{off: i, what: "number " + text + " is out of range (beyond ±1.8e308, the float64 range)"}
+	}
+	return nil
 }
 
 // scanKey validates `"name" :` starting at b[i] and returns the index of the

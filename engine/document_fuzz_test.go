@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -65,6 +66,9 @@ func referenceParse(b []byte) (id string, ttl int32, err error) {
 	if jsonDepth(b) > maxNestingDepth {
 		return "", 0, errors.New("too deep")
 	}
+	if err := referenceValues(b); err != nil {
+		return "", 0, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if tok, _ := dec.Token(); tok != json.Delim('{') {
 		return "", 0, errors.New("not an object")
@@ -98,7 +102,8 @@ func referenceParse(b []byte) (id string, ttl int32, err error) {
 	if err := json.Unmarshal(idRaw, &id); err != nil {
 		return "", 0, err
 	}
-	if id == "" || utf8.RuneCountInString(id) > MaxIDLength || strings.ContainsAny(id, `/\?#`) {
+	if id == "" || utf8.RuneCountInString(id) > MaxIDLength || strings.ContainsAny(id, `/\?#`) ||
+		strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 }) {
 		return "", 0, errors.New("bad id")
 	}
 	if ttlRaw != nil {
@@ -107,6 +112,50 @@ func referenceParse(b []byte) (id string, ttl int32, err error) {
 		}
 	}
 	return id, ttl, nil
+}
+
+// referenceValues applies, with encoding/json's tokens, the rules beyond
+// the grammar: numbers within float64's range, and no \u escape of a
+// surrogate outside a high-low pair (found by scanning the raw string
+// tokens, since encoding/json replaces them).
+func referenceValues(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		if n, ok := tok.(json.Number); ok {
+			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+				return err
+			}
+		}
+	}
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch {
+		case b[i] == '"':
+			inString = !inString
+		case inString && b[i] == '\\' && b[i+1] == 'u':
+			r, _ := strconv.ParseUint(string(b[i+2:i+6]), 16, 32)
+			switch {
+			case r >= 0xd800 && r < 0xdc00:
+				lo, err := strconv.ParseUint(string(b[min(i+8, len(b)):min(i+12, len(b))]), 16, 32)
+				if err != nil || string(b[i+6:min(i+8, len(b))]) != `\u` || lo < 0xdc00 || lo >= 0xe000 {
+					return errors.New("unpaired high surrogate")
+				}
+				i += 11
+			case r >= 0xdc00 && r < 0xe000:
+				return errors.New("unpaired low surrogate")
+			default:
+				i += 5
+			}
+		case inString && b[i] == '\\':
+			i++
+		}
+	}
+	return nil
 }
 
 // jsonDepth returns the deepest nesting of objects and arrays in valid JSON.

@@ -70,7 +70,7 @@ func documentCases() []docCase {
 		{name: "nested system properties kept", doc: `{"id":"a","x":{"_ts":1,"_etag":"e"}}`, id: "a"},
 		{name: "other underscore names kept", doc: `{"id":"a","_lsn":1,"_ts2":2}`, id: "a"},
 		{name: "unicode id", doc: `{"id":"日本語 ✓ 🎉"}`, id: "日本語 ✓ 🎉"},
-		{name: "escaped id", doc: `{"id":"\u0061\u00e9\ud83c\udf89\n"}`, id: "aé🎉\n"},
+		{name: "escaped id", doc: `{"id":"\u0061\u00e9\ud83c\udf89\u007f"}`, id: "aé🎉\x7f"},
 		{name: "escaped id name", doc: `{"i\u0064":"a"}`, id: "a"},
 		{name: "id of 255 ASCII characters", doc: `{"id":"` + long("a", 255) + `"}`, id: long("a", 255)},
 		{name: "id of 255 two-byte characters", doc: `{"id":"` + long("é", 255) + `"}`, id: long("é", 255)},
@@ -80,7 +80,11 @@ func documentCases() []docCase {
 		{name: "many members", doc: many(100, -1), id: "a"},
 		{name: "nesting at the limit", doc: nested(maxNestingDepth - 1), id: "a"},
 		{name: "exactly MaxDocumentSize", doc: exactMax(), id: "a"},
-		{name: "escapes in values kept verbatim", doc: `{"id":"a","s":"\"\\\/\b\f\n\r\t\u0000\ud800"}`, id: "a"},
+		{name: "escapes in values kept verbatim", doc: `{"id":"a","s":"\"\\\/\b\f\n\r\t\u0000\ud800\uDC00"}`, id: "a"},
+		{name: "largest float64", doc: `{"id":"a","n":-1.7976931348623157e308,"m":1e-400,"z":0e99999}`, id: "a"},
+		{name: "308 integer digits", doc: `{"id":"a","n":` + long("9", 308) + `}`, id: "a"},
+		{name: "MaxDocumentSize not counting system properties and whitespace",
+			doc: ` { "_ts" : 1 , "_etag":"\"e\"", ` + exactMax()[1:], id: "a", body: exactMax()},
 
 		// Not a JSON object, or not JSON.
 		{name: "empty", doc: ``, err: ErrInvalidDocument, want: "document: empty"},
@@ -120,6 +124,21 @@ func documentCases() []docCase {
 		{name: "nesting beyond the limit", doc: nested(maxNestingDepth), err: ErrInvalidDocument, want: "nest deeper than 128"},
 		{name: "deep nesting, unbalanced", doc: `{"id":"a","x":` + long("[", 100000), err: ErrInvalidDocument, want: "nest deeper"},
 		{name: "oversized", doc: exactMax()[:MaxDocumentSize-2] + `x"}`, err: ErrInvalidDocument, want: "2097153 bytes is larger than the maximum document size of 2097152 bytes"},
+		{name: "oversized input", doc: long(" ", 2*MaxDocumentSize) + `{}`, err: ErrInvalidDocument, want: "4194306 bytes is larger than the maximum document size"},
+
+		// Values JSON's grammar allows that no reader could decode, or
+		// that decoders would merge.
+		{name: "number beyond float64", doc: `{"id":"big","n":1e400}`, err: ErrInvalidDocument, want: "number 1e400 is out of range (beyond ±1.8e308, the float64 range) at /n (offset 16)"},
+		{name: "negative number beyond float64, nested", doc: `{"id":"a","x":{"y/z":[1,{"w":-2E+308}]}}`, err: ErrInvalidDocument, want: "number -2E+308 is out of range (beyond ±1.8e308, the float64 range) at /x/y~1z/1/w"},
+		{name: "309 integer digits beyond float64", doc: `{"id":"a","n":` + long("9", 309) + `}`, err: ErrInvalidDocument, want: "is out of range"},
+		{name: "unpaired high surrogate in id", doc: `{"id":"a\ud800b"}`, err: ErrInvalidDocument, want: `unpaired surrogate \ud800 in a string at /id`},
+		{name: "unpaired low surrogate", doc: `{"id":"a","s":["\uDC00"]}`, err: ErrInvalidDocument, want: `unpaired surrogate \uDC00 in a string at /s/0`},
+		{name: "high surrogate then a non-surrogate", doc: `{"id":"a","s":"\ud800\u0041"}`, err: ErrInvalidDocument, want: `unpaired surrogate \ud800`},
+		{name: "reversed surrogates", doc: `{"id":"a","s":"\udc00\ud800"}`, err: ErrInvalidDocument, want: `unpaired surrogate \udc00`},
+		{name: "unpaired surrogate in a name", doc: `{"id":"a","x":{"\ud800":1}}`, err: ErrInvalidDocument, want: `unpaired surrogate \ud800 in a string at /x`},
+		{name: "high surrogate then a bad escape", doc: `{"id":"a","s":"\ud800\u12"}`, err: ErrInvalidDocument, want: `invalid JSON at offset 21: invalid \u escape`},
+		{name: "control character in id", doc: `{"id":"a\u0000b"}`, err: ErrInvalidDocument, want: `id "a\x00b" must not contain control character U+0000`},
+		{name: "newline in id", doc: `{"id":"a\n"}`, err: ErrInvalidDocument, want: `id "a\n" must not contain control character U+000A`},
 
 		// id.
 		{name: "missing id", doc: `{"x":1}`, err: ErrInvalidDocument, want: `document: "id" must be a non-empty string (it is missing)`},
@@ -225,7 +244,7 @@ func TestParseDocumentAgreesWithEncodingJSON(t *testing.T) {
 }
 
 func TestValidateID(t *testing.T) {
-	for _, id := range []string{"a", "A-b_c.d", " ", "日本", strings.Repeat("x", 255), strings.Repeat("🎉", 255), "a\x00b", "\u2028"} {
+	for _, id := range []string{"a", "A-b_c.d", " ", "日本", strings.Repeat("x", 255), strings.Repeat("🎉", 255), "a\x7fb", "\u2028"} {
 		if err := validateID(id); err != nil {
 			t.Errorf("validateID(%q) = %v", id, err)
 		}
@@ -239,6 +258,9 @@ func TestValidateID(t *testing.T) {
 		{strings.Repeat("x", 256), "is 256 characters long, longer than the maximum of 255"},
 		{strings.Repeat("é", 300), "is 300 characters long"},
 		{"a\xffb", `id "a\xffb" is not valid UTF-8`},
+		{"a\x00b", `id "a\x00b" must not contain control character U+0000`},
+		{"\x1f", `id "\x1f" must not contain control character U+001F`},
+		{"a\tb", `id "a\tb" must not contain control character U+0009`},
 		{strings.Repeat("y", 500) + "/", `id "` + strings.Repeat("y", 40) + `"... must not contain '/'`},
 	} {
 		err := validateID(c.id)

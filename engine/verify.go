@@ -76,7 +76,8 @@ func (r *VerifyReport) Clean() bool { return len(r.Problems) == 0 }
 // CLOCK file, every segment file (every block's checksum, every record, the
 // index block against the records, the footer's statistics), every journal
 // file (every entry's checksum, every record, the sequence of seqs across
-// files), and that recovery's index rebuild would succeed: the MANIFEST,
+// files), that every stored body decodes as queries decode it, and that
+// recovery's index rebuild would succeed: the MANIFEST,
 // the segment files and the journal agree. It takes no lock and writes
 // nothing, so it may run while another process has the database open; a
 // torn tail of the journal's last file is then a write in progress and is
@@ -96,6 +97,7 @@ func Verify(dir string) (*VerifyReport, error) {
 	v.segments()
 	v.journal()
 	v.rebuild()
+	v.bodies()
 	v.extras()
 	return v.rep, nil
 }
