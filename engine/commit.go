@@ -297,7 +297,7 @@ func (c *Container) apply(r *commitReq) {
 		c.applyRecord(*rec, r.sizes[i])
 		if rec.Op == segment.OpPut {
 			c.indexWriteLocked(&r.ops[i], rec)
-			r.items[i] = makeItem(rec)
+			r.items[i] = makeItem(rec, c.history.ExpiresAt(rec.TS, rec.TTL))
 		}
 	}
 }

@@ -148,52 +148,61 @@ func (c *Container) Read(ctx context.Context, id string) (Item, error) {
 
 func (c *Container) read(id string, now int64) (Item, error) {
 	var rec segment.Record
-	if err := c.fetch(id, now, &rec); err != nil {
+	expires, err := c.fetchAt(id, now, &rec)
+	if err != nil {
 		return Item{}, err
 	}
-	return makeItem(&rec), nil
+	return makeItem(&rec, expires), nil
 }
 
 // fetch loads the newest record of item id into rec, if the item is live
 // at now; otherwise it fails with ErrNotFound. Reads, scans and queries all
 // come through here, so each checks expiry at the moment it reads.
 func (c *Container) fetch(id string, now int64, rec *segment.Record) error {
+	_, err := c.fetchAt(id, now, rec)
+	return err
+}
+
+// fetchAt is fetch that also returns the item's expiry instant as the
+// policy in force when it was read sets it (policy.Never: none).
+func (c *Container) fetchAt(id string, now int64, rec *segment.Record) (expires int64, err error) {
 	if err := c.db.usable(); err != nil {
-		return err
+		return 0, err
 	}
 	c.mu.RLock()
 	if c.deleted {
 		c.mu.RUnlock()
-		return c.notFound()
+		return 0, c.notFound()
 	}
 	s, ok := c.idx.Lookup(id, now)
 	if !ok {
 		expired := c.expiredAtLocked(id, now)
 		c.mu.RUnlock()
 		c.db.observeExpiry(expired)
-		return fmt.Errorf("%w: item %q in container %q", ErrNotFound, id, c.id)
+		return 0, fmt.Errorf("%w: item %q in container %q", ErrNotFound, id, c.id)
 	}
+	expires = c.idx.ExpiresAt(&s)
 	if r, ok := c.memRecord(s.Loc); ok {
 		*rec = *r
 		c.mu.RUnlock()
-		return nil
+		return expires, nil
 	}
 	f := c.files[s.Loc.File]
 	if f == nil {
 		c.mu.RUnlock()
-		return fmt.Errorf("ebb: item %q: segment %d is not open: %w", id, s.Loc.File, ErrCorrupt)
+		return 0, fmt.Errorf("ebb: item %q: segment %d is not open: %w", id, s.Loc.File, ErrCorrupt)
 	}
 	f.acquire()
 	c.mu.RUnlock()
 	defer f.release()
 	if err := f.r.Get(segment.Handle{Block: s.Loc.Block, Off: s.Loc.Off}, rec); err != nil {
-		return fmt.Errorf("ebb: read item %q: %w", id, err)
+		return 0, fmt.Errorf("ebb: read item %q: %w", id, err)
 	}
 	if rec.ID != id || rec.Seq != s.Seq || rec.Op != segment.OpPut {
-		return fmt.Errorf("ebb: item %q: segment %d block %d offset %d holds %s %q seq %d, index says seq %d: %w",
+		return 0, fmt.Errorf("ebb: item %q: segment %d block %d offset %d holds %s %q seq %d, index says seq %d: %w",
 			id, s.Loc.File, s.Loc.Block, s.Loc.Off, rec.Op, rec.ID, rec.Seq, s.Seq, ErrCorrupt)
 	}
-	return nil
+	return expires, nil
 }
 
 // expiredAtLocked returns the expiry instant of item id if it is in the
@@ -220,9 +229,19 @@ func (c *Container) memRecord(loc index.Loc) (*segment.Record, bool) {
 	return c.frozen.at(loc)
 }
 
-func makeItem(r *segment.Record) Item {
+// makeItem renders record r as an Item; expires is its expiry instant
+// (policy.Never when it has none).
+func makeItem(r *segment.Record, expires int64) Item {
 	etag := etagOf(r.Seq)
-	return Item{ID: r.ID, TS: r.TS, ETag: etag, Body: renderBody(nil, r.Body, r.TS, etag)}
+	return Item{ID: r.ID, TS: r.TS, ETag: etag, ExpiresAt: itemExpiry(expires), Body: renderBody(nil, r.Body, r.TS, etag)}
+}
+
+// itemExpiry is Item.ExpiresAt for an expiry instant: 0 for policy.Never.
+func itemExpiry(expires int64) int64 {
+	if expires == policy.Never {
+		return 0
+	}
+	return expires
 }
 
 // Items iterates over every live item in id order. The set of ids is taken

@@ -57,6 +57,8 @@ type doc struct {
 	rec segment.Record
 	val query.Value
 	raw bool // not decoded: a SELECT * the index alone decided (val unset)
+	// expires is the item's expiry instant when it was read (policy.Never: none).
+	expires int64
 }
 
 // fetchMatch reads slot s's item as of now and evaluates the WHERE on it.
@@ -67,7 +69,8 @@ type doc struct {
 // and only the whole document is wanted: an item still at the version
 // collected is not decoded at all (doc.raw).
 func (c *Container) fetchMatch(q *query.Bound, s *index.Slot, d *doc, trusted bool) (bool, error) {
-	if err := c.fetch(s.ID, c.db.clock.now(), &d.rec); err != nil {
+	var err error
+	if d.expires, err = c.fetchAt(s.ID, c.db.clock.now(), &d.rec); err != nil {
 		if isNotFound(err) && !c.isDeleted() {
 			return false, nil
 		}
@@ -127,7 +130,7 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 		if w.limit > 0 {
 			w.limit--
 		}
-		return yield(makeItem(&d.rec), nil) && w.limit != 0
+		return yield(makeItem(&d.rec, d.expires), nil) && w.limit != 0
 	}
 	v, ok := q.Project(d.val)
 	if !ok {
@@ -141,7 +144,7 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 	if w.limit > 0 {
 		w.limit--
 	}
-	return yield(Item{ID: d.rec.ID, TS: d.rec.TS, ETag: etagOf(d.rec.Seq), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
+	return yield(Item{ID: d.rec.ID, TS: d.rec.TS, ETag: etagOf(d.rec.Seq), ExpiresAt: itemExpiry(d.expires), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
 }
 
 // matches reads slots one by one and calls fn with each item that is live

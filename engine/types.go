@@ -94,6 +94,12 @@ type Item struct {
 	// ETag is the item's _etag; it changes with every write. Pass it to
 	// IfMatch for optimistic concurrency.
 	ETag string
+	// ExpiresAt is the unix second from which the item is expired, as the
+	// container's policy stood when the item was read or written: its _ts
+	// plus its effective ttl (the item's own ttl, else the container's
+	// DefaultTTL). It is 0 when the item never expires under that policy.
+	// A later SetProperties may change it; the next read says so.
+	ExpiresAt int64
 	// Body is the stored JSON object with the system properties id, _ts and
 	// _etag. Property order is not preserved.
 	Body []byte
