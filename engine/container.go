@@ -69,10 +69,12 @@ func newContainer(db *DB, num uint32, props ContainerProperties, h policy.Histor
 	return c
 }
 
-// ID is the container's id.
+// ID is the container's id. Like Properties, it describes the handle and
+// answers after Close too.
 func (c *Container) ID() string { return c.id }
 
-// Properties returns the container's current properties.
+// Properties returns the container's current properties (after Close, the
+// last ones it had).
 func (c *Container) Properties() ContainerProperties {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -282,8 +284,12 @@ func (c *Container) Items(ctx context.Context) iter.Seq2[Item, error] {
 }
 
 // Stats returns the container's statistics now. Expired items are left out
-// at once, whether or not their records are still on disk.
+// at once, whether or not their records are still on disk. Once the DB is
+// closed, or the container deleted, it returns the zero Stats.
 func (c *Container) Stats() Stats {
+	if c.db.usable() != nil {
+		return Stats{}
+	}
 	now := c.db.clock.now()
 	c.mu.Lock()
 	if c.deleted {

@@ -125,7 +125,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 // Close stops background work, persists the highest time seen (so that a
 // clock found behind on the next Open cannot bring an expired item back),
 // closes the files and releases the directory. Calls after the first return
-// nil; operations on a closed DB return ErrClosed. After a journal failure
+// nil. After Close every call that returns an error returns ErrClosed
+// (iterators yield it once); Stats, Metrics and Containers, which return
+// no error, return their zero value; Container.ID and Properties keep
+// describing the handle. After a journal failure
 // (ErrReadOnly) Close still releases everything, and returns the journal's
 // error.
 func (db *DB) Close() error {
@@ -231,8 +234,11 @@ func (db *DB) Container(id string) (*Container, error) {
 	return c, nil
 }
 
-// Containers returns the ids of all containers, sorted.
+// Containers returns the ids of all containers, sorted; nil after Close.
 func (db *DB) Containers() []string {
+	if db.usable() != nil {
+		return nil
+	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	ids := make([]string, 0, len(db.containers))

@@ -36,8 +36,12 @@ type Metrics struct {
 	ReclaimLag time.Duration
 }
 
-// Metrics returns the container's metrics now.
+// Metrics returns the container's metrics now: the zero Metrics once the
+// DB is closed or the container deleted.
 func (c *Container) Metrics() Metrics {
+	if c.db.usable() != nil {
+		return Metrics{}
+	}
 	now := c.db.clock.now()
 	c.mu.Lock()
 	c.advanceLocked(now)

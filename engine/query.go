@@ -46,6 +46,10 @@ type Param struct {
 // slowly. Explain tells which.
 func (c *Container) Query(ctx context.Context, sql string, params ...Param) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
+		if err := c.db.usable(); err != nil {
+			yield(Item{}, err)
+			return
+		}
 		q, err := c.prepareQuery(sql, params)
 		if err != nil {
 			yield(Item{}, err)
@@ -56,8 +60,11 @@ func (c *Container) Query(ctx context.Context, sql string, params ...Param) iter
 }
 
 // Explain says how Query would run sql now: which indexes it would use and
-// what it would re-check or scan.
+// what it would re-check or scan. After Close it returns ErrClosed.
 func (c *Container) Explain(sql string, params ...Param) (string, error) {
+	if err := c.db.usable(); err != nil {
+		return "", err
+	}
 	q, err := c.prepareQuery(sql, params)
 	if err != nil {
 		return "", err
