@@ -36,6 +36,14 @@ var (
 	// or malformed id, a DefaultTTL of 0 or below -1, TTL together with
 	// IndexingNone, a changed id in SetProperties.
 	ErrInvalidProperties = errors.New("ebb: invalid container properties")
+	// ErrBatchTooLarge: a batch holds more operations or more bytes of
+	// documents than its limits (Options.MaxBatchOperations and
+	// MaxBatchBytes, by default 100 operations and 2 MiB, as in Cosmos
+	// DB). The error names the limit and the count.
+	ErrBatchTooLarge = errors.New("ebb: batch too large")
+	// ErrEmptyBatch: ExecuteBatch was given a nil batch or one without
+	// operations.
+	ErrEmptyBatch = errors.New("ebb: empty batch")
 )
 
 // Errors about the database itself.

@@ -66,6 +66,17 @@ type Options struct {
 	// which the background compactor rewrites it. Default 0.5.
 	RewriteThreshold float64
 
+	// MaxBatchOperations and MaxBatchBytes bound a transactional batch:
+	// how many operations it may hold, and how many bytes of documents
+	// (counted as MaxDocumentSize counts them). A batch built with
+	// Container.NewBatch stops taking operations at these limits, and
+	// ExecuteBatch refuses a batch beyond them with ErrBatchTooLarge: a
+	// batch commits as one journal entry held in memory whole. Defaults:
+	// DefaultMaxBatchOperations (100) and DefaultMaxBatchBytes (2 MiB), the
+	// limits of a Cosmos DB transactional batch.
+	MaxBatchOperations int
+	MaxBatchBytes      int
+
 	// Logger receives repairs and background decisions. Default: discard.
 	Logger *slog.Logger
 
@@ -131,6 +142,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.RewriteThreshold <= 0 || out.RewriteThreshold > 1 {
 		out.RewriteThreshold = 0.5
+	}
+	if out.MaxBatchOperations <= 0 {
+		out.MaxBatchOperations = DefaultMaxBatchOperations
+	}
+	if out.MaxBatchBytes <= 0 {
+		out.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -35,15 +35,15 @@ func queryBenchDoc(i int) []byte {
 func loadQueryData(b testing.TB, mode IndexingMode, n int) (*DB, *Container) {
 	b.Helper()
 	clk := newFakeClock(t0)
-	db := openTest(b, b.TempDir(), clk, func(o *Options) { o.NoSync = true; o.CompactionInterval = -1 })
+	db := openTest(b, b.TempDir(), clk, func(o *Options) { o.NoSync = true; o.CompactionInterval = -1; o.MaxBatchOperations = 500 })
 	c := mustCreateContainer(b, db, ContainerProperties{ID: "q", Indexing: mode})
 	ctx := context.Background()
 	for i := 0; i < n; i += 500 {
-		var batch Batch
+		batch := c.NewBatch()
 		for j := i; j < min(i+500, n); j++ {
 			batch.Upsert(queryBenchDoc(j))
 		}
-		if _, err := c.ExecuteBatch(ctx, &batch); err != nil {
+		if _, err := c.ExecuteBatch(ctx, batch); err != nil {
 			b.Fatal(err)
 		}
 	}

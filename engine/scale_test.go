@@ -135,7 +135,9 @@ func TestScale(t *testing.T) {
 	}
 }
 
-func scaleOptions() *Options { return &Options{NoSync: true} }
+func scaleOptions() *Options {
+	return &Options{NoSync: true, MaxBatchOperations: 1000, MaxBatchBytes: 64 << 20}
+}
 
 // scaleBaseline is the heap an Open of a DB with one empty container
 // holds: the fixed cost, not the per-item one.
@@ -210,11 +212,11 @@ func scaleOne(t *testing.T, n, idLen int, base int64) scaleRow {
 	const batchSize = 1000
 	cpu0, start := cpuTime(), time.Now()
 	for i := 0; i < n; i += batchSize {
-		var b Batch
+		b := c.NewBatch()
 		for j := i; j < i+batchSize && j < n; j++ {
 			b.Upsert(scaleDoc(scaleID(uint64(j), idLen), uint64(j)))
 		}
-		if _, err := c.ExecuteBatch(ctx, &b); err != nil {
+		if _, err := c.ExecuteBatch(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}

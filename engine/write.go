@@ -49,7 +49,9 @@ func newOp(kind opKind, doc []byte, opts []WriteOption) (op, error) {
 func applyOptions(o *op, opts []WriteOption) {
 	var wo writeOptions
 	for _, f := range opts {
-		f(&wo)
+		if f != nil { // a nil option is no option
+			f(&wo)
+		}
 	}
 	o.ifMatch = wo.ifMatch
 }
@@ -97,82 +99,4 @@ func (c *Container) writeDoc(ctx context.Context, kind opKind, doc []byte, opts 
 		return Item{}, err
 	}
 	return items[0], nil
-}
-
-// Batch collects writes to one container that commit together: all of them
-// or none, in one journal entry and one fsync, like a Cosmos DB
-// transactional batch. Build it with the methods below, then pass it to
-// Container.ExecuteBatch. An id may appear at most once in a batch.
-type Batch struct {
-	ops []op
-	err error
-}
-
-// Create adds a create to the batch.
-func (b *Batch) Create(doc []byte, opts ...WriteOption) *Batch {
-	return b.add(opCreate, doc, opts)
-}
-
-// Upsert adds an upsert to the batch.
-func (b *Batch) Upsert(doc []byte, opts ...WriteOption) *Batch {
-	return b.add(opUpsert, doc, opts)
-}
-
-// Replace adds a replace to the batch.
-func (b *Batch) Replace(doc []byte, opts ...WriteOption) *Batch {
-	return b.add(opReplace, doc, opts)
-}
-
-// Delete adds a delete to the batch.
-func (b *Batch) Delete(id string, opts ...WriteOption) *Batch {
-	if b.err != nil {
-		return b
-	}
-	if err := validateID(id); err != nil {
-		b.err = fmt.Errorf("batch operation %d (delete): %w: %w", len(b.ops), ErrInvalidDocument, err)
-		return b
-	}
-	o := op{kind: opDelete, id: id}
-	applyOptions(&o, opts)
-	b.ops = append(b.ops, o)
-	return b
-}
-
-// Len is the number of operations in the batch.
-func (b *Batch) Len() int { return len(b.ops) }
-
-func (b *Batch) add(kind opKind, doc []byte, opts []WriteOption) *Batch {
-	if b.err != nil {
-		return b
-	}
-	o, err := newOp(kind, doc, opts)
-	if err != nil {
-		b.err = fmt.Errorf("batch operation %d (%s): %w", len(b.ops), kind, err)
-		return b
-	}
-	b.ops = append(b.ops, o)
-	return b
-}
-
-// ExecuteBatch commits every operation of b, or none. It returns one Item
-// per operation (the zero Item for deletes). When one operation fails, the
-// error names it and nothing is written.
-func (c *Container) ExecuteBatch(ctx context.Context, b *Batch) ([]Item, error) {
-	if b.err != nil {
-		return nil, b.err
-	}
-	if len(b.ops) == 0 {
-		return nil, nil
-	}
-	seen := make(map[string]int, len(b.ops))
-	for i, o := range b.ops {
-		if j, dup := seen[o.id]; dup {
-			return nil, fmt.Errorf("%w: batch operations %d and %d both write item %q", ErrInvalidDocument, j, i, o.id)
-		}
-		seen[o.id] = i
-	}
-	for i := range b.ops {
-		c.writeTerms(&b.ops[i])
-	}
-	return c.commit(ctx, b.ops)
 }

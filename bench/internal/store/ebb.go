@@ -29,7 +29,10 @@ type ebbStore struct {
 }
 
 func openEbb(dir string, o Options) (Store, error) {
-	db, err := engine.Open(dir, &engine.Options{NoSync: o.NoSync})
+	// The workloads batch up to 1000 writes, as they do for every peer;
+	// ebb's batch limits (100 operations, 2 MiB by default, as in Cosmos
+	// DB) are raised so that it commits the same batches.
+	db, err := engine.Open(dir, &engine.Options{NoSync: o.NoSync, MaxBatchOperations: 10_000, MaxBatchBytes: 256 << 20})
 	if err != nil {
 		return nil, err
 	}
@@ -54,11 +57,11 @@ func (s *ebbStore) Put(ctx context.Context, items []Item) error {
 		_, err := s.c.Upsert(ctx, items[0].Value)
 		return err
 	}
-	var b engine.Batch
+	b := s.c.NewBatch()
 	for _, it := range items {
 		b.Upsert(it.Value)
 	}
-	_, err := s.c.ExecuteBatch(ctx, &b)
+	_, err := s.c.ExecuteBatch(ctx, b)
 	return err
 }
 
