@@ -7,12 +7,28 @@
 //	defer db.Close()
 //	c, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "sessions", DefaultTTL: engine.TTL(3600)})
 //	it, err := c.Create(ctx, []byte(`{"id":"a","user":"x","ttl":60}`))
-//	it, err = c.Read(ctx, "a") // ErrNotFound once _ts+60 <= now
+//	it, err = c.Read(ctx, "a") // ErrNotFound once _ts+60 <= now; it.ExpiresAt says when
 //
 // A container's DefaultTTL (nil, -1 or n seconds) and an item's own top-level
 // "ttl" property decide when the item expires, counted from its last write
-// (_ts). An expired item is invisible at once to every read, scan, count and
-// statistic; its disk space comes back when compaction runs.
+// (_ts): with DefaultTTL nil nothing expires; otherwise the item's ttl wins
+// (-1: never, m: m seconds), and without one the DefaultTTL applies (-1:
+// never, n: n seconds). Item.ExpiresAt is the resulting unix second, 0 for
+// never. An expired item is invisible at once to every read, scan, count and
+// statistic; its disk space comes back when compaction runs. The examples
+// show each call, expiry under a clock the caller moves among them.
+//
+// # Documents and batches
+//
+// A document is a JSON object of at most MaxDocumentSize bytes, not
+// counting the system properties (_ts, _etag, _rid, _self, _attachments),
+// so that what Read returns can always be written back. Its "id" is a
+// string of 1 to 255 characters without / \ ? # or control characters.
+// Numbers must fit a float64 and \u escapes of surrogates must come in
+// pairs: whatever a write accepts, every read and query can decode. A
+// Batch commits all of its operations or none; it holds at most
+// Options.MaxBatchOperations operations and MaxBatchBytes bytes of
+// documents (100 and 2 MiB by default, as in Cosmos DB).
 //
 // # Durability
 //
@@ -40,8 +56,9 @@
 //
 // Container.Query runs the Cosmos DB SQL subset of package query against the
 // container's live items, served from in-memory secondary indexes kept as
-// ContainerProperties.Indexing says (consistent, lazy or none; see
-// indexer.go), and Container.Explain says how. Expired items are never in
+// ContainerProperties.Indexing says (consistent: updated with every write;
+// lazy: updated in the background; none: every query scans), and
+// Container.Explain says how. Expired items are never in
 // a result or a count.
 //
 // # Failures
@@ -57,5 +74,7 @@
 // Items iterates a snapshot of ids taken when it starts and reads each item
 // as it yields it. Stats.LiveBytes counts records uncompressed while
 // Stats.DiskBytes counts file bytes, which are compressed. A directory may
-// be open in one DB at a time (ErrLocked otherwise).
+// be open in one DB at a time (ErrLocked otherwise). After Close every call
+// that can fail returns ErrClosed; Stats, Metrics and Containers return
+// their zero value.
 package engine

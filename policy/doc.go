@@ -1,4 +1,4 @@
-// Package policy holds ebb's time-to-live rules (spec/TTL.md) as pure
+// Package policy holds ebb's time-to-live rules, Azure Cosmos DB's, as pure
 // functions: no I/O, no clocks, no locks. Times are whole Unix seconds.
 //
 // Values. A container's DefaultTTL is absent (nil: TTL off), -1, or n in

@@ -7,7 +7,8 @@ const Never = math.MaxInt64
 
 // Effective returns the effective TTL, in seconds, of an item whose own ttl is
 // itemTTL (0: absent, -1, or 1..MaxTTL) in a container whose DefaultTTL is
-// defaultTTL (nil: TTL off, -1, or 1..MaxTTL), per the matrix of spec/TTL.md.
+// defaultTTL (nil: TTL off, -1, or 1..MaxTTL), by the rules in the package
+// comment.
 // finite is false when the item never expires; seconds is then 0.
 //
 // Values outside those domains (which validation rejects before they get

@@ -1,8 +1,8 @@
 // Package crashloop is ebb's crash loop: it runs a mixed workload in a
 // child process, kills the child with SIGKILL at a random moment, reopens
 // the database and checks it against the log of what the child was told
-// was done, round after round on the same directory. It checks DESIGN.md's
-// invariants 1 to 4 across crashes, under a wall clock that jumps hours
+// was done, round after round on the same directory. It checks ebb's
+// invariants across crashes, under a wall clock that jumps hours
 // back and forward:
 //
 //   - no acknowledged write is lost: every item is in the state its last
@@ -13,7 +13,7 @@
 //   - nothing expired or deleted comes back: visibility after the restart is
 //     exactly "now < expiry" under the container's DefaultTTL history
 //     (policy.History.ExpiresAt), including changes made during the round;
-//   - the clock never runs backwards (spec/TTL.md, "Time"): every _ts lies
+//   - the clock never runs backwards: every _ts lies
 //     between the engine's now when its write started and the highest wall
 //     clock it can have seen, and the engine's now after a restart is at
 //     least what the database certainly persisted, which includes the
