@@ -36,7 +36,8 @@ type Batch struct {
 }
 
 // NewBatch returns an empty batch bounded by the DB's
-// Options.MaxBatchOperations and MaxBatchBytes.
+// Options.MaxBatchOperations and MaxBatchBytes. It only builds a value, so
+// it answers after Close too; ExecuteBatch then returns ErrClosed.
 func (c *Container) NewBatch() *Batch {
 	return &Batch{maxOps: c.db.opts.MaxBatchOperations, maxBytes: c.db.opts.MaxBatchBytes}
 }

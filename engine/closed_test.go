@@ -10,9 +10,10 @@ import (
 )
 
 // answersAfterClose are the exported methods that keep answering normally
-// after Close, as their doc comments say: Close itself (nil again), and
-// the container's own description (ID, Properties).
-var answersAfterClose = map[string]bool{"DB.Close": true, "Container.ID": true, "Container.Properties": true}
+// after Close, as their doc comments say: Close itself (nil again), the
+// container's own description (ID, Properties), and NewBatch, which only
+// builds a value (ExecuteBatch then returns ErrClosed).
+var answersAfterClose = map[string]bool{"DB.Close": true, "Container.ID": true, "Container.Properties": true, "Container.NewBatch": true}
 
 // TestCallsAfterClose walks every exported method of DB and Container (by
 // reflection, so that a method added later is covered too) on a closed DB.

@@ -127,8 +127,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 // closes the files and releases the directory. Calls after the first return
 // nil. After Close every call that returns an error returns ErrClosed
 // (iterators yield it once); Stats, Metrics and Containers, which return
-// no error, return their zero value; Container.ID and Properties keep
-// describing the handle. After a journal failure
+// no error, return their zero value; Container.ID, Properties and NewBatch
+// keep answering (they describe the handle or build a value). After a journal failure
 // (ErrReadOnly) Close still releases everything, and returns the journal's
 // error.
 func (db *DB) Close() error {

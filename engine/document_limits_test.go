@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -88,5 +90,102 @@ func TestReadBodyWritesBack(t *testing.T) {
 		if _, err := c.Upsert(ctx, []byte(over)); !errors.Is(err, ErrInvalidDocument) || !strings.Contains(err.Error(), "larger than the maximum document size") {
 			t.Errorf("Upsert of a document of MaxDocumentSize+1 bytes: %v", err)
 		}
+	}
+}
+
+// TestIDsNeverMerge: an accepted id is exactly the sequence of characters
+// its JSON token denotes, so two tokens give one id only when they denote
+// the same characters. Random id tokens built from raw and escaped
+// characters, surrogate pairs, lone surrogates and U+FFFD: a token with a
+// lone surrogate (which decoders would turn into U+FFFD, merging "a\ud800b"
+// with "a\ufffdb") is refused; every other one is accepted as its strict
+// decoding.
+func TestIDsNeverMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 1))
+	frags := []string{"a", "é", `\u00e9`, `\ud83c\udf89`, "🎉", `\ufffd`, "\ufffd", `\ud800`, `\udc00`, `\uDBFF`, `\u0041`}
+	byID := map[string]string{} // id -> the characters some token denoted
+	for range 2000 {
+		var tok strings.Builder
+		for range 1 + rng.IntN(4) {
+			tok.WriteString(frags[rng.IntN(len(frags))])
+		}
+		// Adjacent escapes can pair up: \ud800 then \udc00 is one character.
+		want, ok := strictUnquote(tok.String())
+		d, err := parseDocument([]byte(`{"id":"` + tok.String() + `"}`))
+		if !ok {
+			if err == nil || !strings.Contains(err.Error(), "unpaired surrogate") {
+				t.Fatalf("id token %q with a lone surrogate: %v, want refused as an unpaired surrogate", tok.String(), err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("id token %q: %v", tok.String(), err)
+		}
+		if d.ID != want {
+			t.Fatalf("id token %q became %q, want %q", tok.String(), d.ID, want)
+		}
+		if prev, seen := byID[d.ID]; seen && prev != want {
+			t.Fatalf("id %q from two different character sequences", d.ID)
+		}
+		byID[d.ID] = want
+	}
+	if _, err := parseDocument([]byte(`{"id":"a\ud800b"}`)); err == nil {
+		t.Error(`"a\ud800b" accepted`)
+	}
+	if d, err := parseDocument([]byte(`{"id":"a\ufffdb"}`)); err != nil || d.ID != "a\ufffdb" {
+		t.Errorf(`"a\ufffdb": %q, %v`, d.ID, err)
+	}
+}
+
+// strictUnquote decodes the body of a JSON string token that holds only
+// raw characters and \uXXXX escapes, refusing (ok false) a surrogate that
+// is not half of a pair.
+func strictUnquote(s string) (string, bool) {
+	var out []rune
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			out = append(out, r)
+			i += n
+			continue
+		}
+		v, _ := strconv.ParseUint(s[i+2:i+6], 16, 32)
+		i += 6
+		switch {
+		case v >= 0xd800 && v < 0xdc00:
+			if i+6 > len(s) || s[i] != '\\' {
+				return "", false
+			}
+			lo, _ := strconv.ParseUint(s[i+2:i+6], 16, 32)
+			if lo < 0xdc00 || lo >= 0xe000 {
+				return "", false
+			}
+			out = append(out, utf16.DecodeRune(rune(v), rune(lo)))
+			i += 6
+		case v >= 0xdc00 && v < 0xe000:
+			return "", false
+		default:
+			out = append(out, rune(v))
+		}
+	}
+	return string(out), true
+}
+
+// TestContainerIDControlCharacters: container ids follow the item id
+// rules, control characters included, and the error names the id and the
+// character.
+func TestContainerIDControlCharacters(t *testing.T) {
+	db := openTest(t, t.TempDir(), newFakeClock(t0))
+	defer db.Close()
+	for c := range rune(0x20) {
+		id := "c" + string(c) + "x"
+		_, err := db.CreateContainer(context.Background(), ContainerProperties{ID: id})
+		want := fmt.Sprintf("id %s must not contain control character U+%04X", strconv.Quote(id), c)
+		if !errors.Is(err, ErrInvalidProperties) || !strings.Contains(err.Error(), want) {
+			t.Errorf("CreateContainer(%q) = %v, want ErrInvalidProperties saying %q", id, err, want)
+		}
+	}
+	if _, err := db.CreateContainer(context.Background(), ContainerProperties{ID: "c\x7fx"}); err != nil {
+		t.Errorf("DEL is not a control character in U+0000..U+001F: %v", err)
 	}
 }
