@@ -266,6 +266,7 @@ func (c *Container) Items(ctx context.Context) iter.Seq2[Item, error] {
 // at once, whether or not their records are still on disk.
 func (c *Container) Stats() Stats {
 	now := c.db.clock.now()
+	shared := c.db.sharedDiskBytes(c.num)
 	c.mu.Lock()
 	if c.deleted {
 		c.mu.Unlock()
@@ -273,8 +274,8 @@ func (c *Container) Stats() Stats {
 	}
 	c.advanceLocked(now)
 	items, live := c.idx.Count()
-	segs, journal := c.diskBytesLocked()
-	st := Stats{Items: items, LiveBytes: live, DiskBytes: segs + journal, ExpiredPending: c.idx.ExpiredPending()}
+	segs, _ := c.diskBytesLocked()
+	st := Stats{Items: items, LiveBytes: live, DiskBytes: segs + shared, ExpiredPending: c.idx.ExpiredPending()}
 	c.mu.Unlock()
 	c.settleExpiries()
 	return st
