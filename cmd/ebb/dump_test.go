@@ -90,7 +90,7 @@ func TestDumpDamaged(t *testing.T) {
 
 func TestDumpNotAFile(t *testing.T) {
 	dir := buildDB(t, false)
-	for _, path := range []string{filepath.Join(dir, "nope"), dir, filepath.Join(dir, "MANIFEST")} {
+	for _, path := range []string{filepath.Join(dir, "nope"), dir, filepath.Join(dir, "MANIFEST"), "/dev/zero"} {
 		stdout, stderr, code := ebb(t, "dump", path)
 		wantCode(t, code, exitUsage, stdout, stderr)
 		if !strings.HasPrefix(stderr, "ebb: not a segment or journal file: ") || strings.Count(stderr, "\n") != 1 {
