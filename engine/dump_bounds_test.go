@@ -43,7 +43,7 @@ func TestDumpFileMemoryIsBounded(t *testing.T) {
 	dir := t.TempDir()
 	const size = 1 << 30
 	garbage := []byte{0xfe, 0xff, 0xff, 0x03, 1, 2, 3, 4, 5, 6, 7, 8, 9} // a length prefix of ~8 MiB, then junk
-	huge := []byte{0x80, 0x80, 0x80, 0x80, 0x03}                          // a length prefix of ~800 MiB
+	huge := []byte{0x80, 0x80, 0x80, 0x80, 0x03}                         // a length prefix of ~800 MiB
 	for _, tc := range []struct {
 		name    string
 		head    []byte
