@@ -16,7 +16,9 @@
 // it in memory whole (up to Options.SegmentSize bytes). Names ending in
 // ".START" or ".END" are tidwall's truncations in progress; tidwall finishes
 // or discards them when it opens the folder, and this package leaves them to
-// it.
+// it. Cycle ends the tail early and starts an empty one, so that
+// TruncateFront can remove every entry before it: the engine does so at
+// each seal, and the journal then holds only unsealed entries.
 //
 // # Format
 //
