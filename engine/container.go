@@ -291,6 +291,7 @@ func (c *Container) Stats() Stats {
 		return Stats{}
 	}
 	now := c.db.clock.now()
+	shared := c.db.sharedDiskBytes(c.num)
 	c.mu.Lock()
 	if c.deleted {
 		c.mu.Unlock()
@@ -298,8 +299,8 @@ func (c *Container) Stats() Stats {
 	}
 	c.advanceLocked(now)
 	items, live := c.idx.Count()
-	segs, journal := c.diskBytesLocked()
-	st := Stats{Items: items, LiveBytes: live, DiskBytes: segs + journal, ExpiredPending: c.idx.ExpiredPending()}
+	segs, _ := c.diskBytesLocked()
+	st := Stats{Items: items, LiveBytes: live, DiskBytes: segs + shared, ExpiredPending: c.idx.ExpiredPending()}
 	c.mu.Unlock()
 	c.settleExpiries()
 	return st

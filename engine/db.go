@@ -75,9 +75,15 @@ type DB struct {
 // opts means the defaults. Open repairs a torn journal tail (keeping a copy
 // of what it cut under dir/broken), rebuilds the index from segment indexes
 // and the journal, and takes an exclusive lock on dir: a second Open of the
-// same directory fails with ErrLocked until Close.
+// same directory fails with ErrLocked until Close. dir must not be empty,
+// and must not exist, be empty, or hold an ebb database: Open refuses with
+// ErrNoDatabase, writing nothing, a directory holding files ebb did not
+// create.
 func Open(dir string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
+	if err := checkOpenDir(o.FS, dir); err != nil {
+		return nil, err
+	}
 	if err := o.FS.MkdirAll(filepath.Join(dir, segmentDir), 0o755); err != nil {
 		return nil, fmt.Errorf("ebb: create %s: %w", dir, err)
 	}

@@ -63,15 +63,16 @@ func dumpRecord(rec *segment.Record, size int, offset int64) DumpRecord {
 
 // DumpFile decodes a segment or journal file without opening its database:
 // it reads the file only, takes no lock and writes nothing. It tells the
-// kind of file from its contents (a segment file starts or ends with the
-// segment magic, or is named *.seg; a journal file is named by its first
-// seq, or starts with a valid journal entry) and returns the records in
-// file order. The sequence yields the first damage found (wrapping
+// kind of file from its name and first bytes (a segment file starts or ends
+// with the segment magic, or is named *.seg; a journal file is named by its
+// first seq, or starts with a valid journal entry) and returns the records
+// in file order, streaming: its memory does not grow with the file. The sequence yields the first damage found (wrapping
 // ErrCorrupt) and stops: for a segment file that is a
 // *segment.CorruptError, for a journal file a *journal.CorruptError, whose
 // Torn field tells a torn tail.
 //
-// It fails with ErrUnknownFile when path does not exist or is neither kind,
+// It fails with ErrUnknownFile when path does not exist, is not a regular
+// file (a fifo, a device) or is neither kind,
 // and with an error wrapping ErrCorrupt when a segment file cannot be opened.
 func DumpFile(path string) (FileKind, iter.Seq2[DumpRecord, error], error) {
 	fi, err := os.Stat(path)
@@ -82,6 +83,9 @@ func DumpFile(path string) (FileKind, iter.Seq2[DumpRecord, error], error) {
 		return "", nil, fmt.Errorf("ebb: %w", err)
 	case fi.IsDir():
 		return "", nil, fmt.Errorf("%w: %s is a directory", ErrUnknownFile, path)
+	case !fi.Mode().IsRegular():
+		// A fifo or a device could block, or never end (/dev/zero).
+		return "", nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrUnknownFile, path, fi.Mode().Type())
 	}
 	if isSegmentFile(path) || strings.HasSuffix(path, ".seg") {
 		r, err := segment.Open(path, segment.ReaderOptions{})
@@ -118,10 +122,7 @@ func isJournalFile(path string) bool {
 			return true
 		}
 	}
-	for _, err := range journal.ReadFile(path) {
-		return err == nil
-	}
-	return false
+	return journal.StartsWithEntry(path)
 }
 
 func dumpSegment(path string) iter.Seq2[DumpRecord, error] {

@@ -69,7 +69,9 @@ var (
 // database directory or one of its files without opening the database.
 var (
 	// ErrNoDatabase: the directory given to Inspect or Verify does not
-	// exist, is not a directory, is empty, or holds no ebb database.
+	// exist, is not a directory, is empty, or holds no ebb database. Open
+	// returns it, writing nothing, for an empty path or a directory that
+	// has no MANIFEST and holds files ebb did not create.
 	ErrNoDatabase = errors.New("ebb: not an ebb database")
 	// ErrUnknownFile: the file given to DumpFile does not exist or is
 	// neither a segment file nor a journal file.

@@ -622,7 +622,7 @@ func testFaultCompaction(t *testing.T) {
 		e.check(true)
 		e.fs.Clear()
 		for {
-			if st := e.c.Stats(); st.DiskBytes == 0 && len(e.segFilesOnDisk()) == 0 {
+			if m := e.c.Metrics(); m.Segments == 0 && len(e.segFilesOnDisk()) == 0 {
 				break
 			}
 			if time.Now().After(deadline.Add(10 * time.Second)) {

@@ -33,8 +33,8 @@ type Report struct {
 	NextFile      uint32 `json:"next_file"`
 	NextContainer uint32 `json:"next_container"`
 	JournalFrom   uint64 `json:"journal_from"`
-	// DiskBytes is the size of the MANIFEST, the segment files and the
-	// journal files.
+	// DiskBytes is the size of every file under the directory: ebb's, any
+	// orphan segment file, and files ebb did not write.
 	DiskBytes int64 `json:"disk_bytes"`
 	// Containers are the containers the MANIFEST names, in creation order.
 	Containers []ContainerReport `json:"containers"`
@@ -72,7 +72,8 @@ type ContainerReport struct {
 	// null when none does.
 	Expiry *TimeRange `json:"expiry"`
 	// DiskBytes is the size of the container's segment files plus its
-	// records waiting in the journal, as Stats counts it.
+	// share of the shared files (journal, MANIFEST, CLOCK, LOCK, broken/),
+	// as Stats counts it.
 	DiskBytes int64 `json:"disk_bytes"`
 	// DeadBytes is the part of the container's records (uncompressed) that
 	// compaction would drop: expired, deleted or superseded versions and
@@ -258,7 +259,6 @@ func (s *snapshot) report(wall int64) *Report {
 		NextFile:      m.NextFile,
 		NextContainer: m.NextContainer,
 		JournalFrom:   m.JournalFrom,
-		DiskBytes:     int64(len(s.manRaw)),
 		Containers:    []ContainerReport{},
 		Orphans:       append([]string{}, s.orphans...),
 		Notes:         []string{},
@@ -269,12 +269,14 @@ func (s *snapshot) report(wall int64) *Report {
 			len(s.orphans), segmentDir, manifestName))
 	}
 	s.reportJournalFiles(rep)
-	rep.DiskBytes += rep.Journal.Bytes
+	rep.DiskBytes = treeSize(s.dir)
+	shared := rep.Journal.Bytes + sharedFileBytes(s.dir)
 
 	known := make(map[uint32]bool, len(m.Containers))
 	for ci, cm := range m.Containers {
 		known[cm.Num] = true
 		cr := s.reportContainer(rep, ci)
+		cr.DiskBytes += shareOf(shared, len(m.Containers), ci)
 		rep.Journal.Records += cr.Journal.Records
 		rep.Journal.RawBytes += cr.Journal.RawBytes
 		rep.Journal.LiveRecords += cr.Journal.LiveRecords
@@ -346,7 +348,7 @@ func (j *judge) live(id string, seq uint64, at place) bool {
 }
 
 // reportContainer describes container ci at rep.Now, adding the errors met
-// to rep.Errors and the size of its segment files to rep.DiskBytes.
+// to rep.Errors; its DiskBytes holds its segment files' size.
 func (s *snapshot) reportContainer(rep *Report, ci int) ContainerReport {
 	cm := &s.man.Containers[ci]
 	j := &judge{h: toHistory(cm.History), now: rep.Now, newest: s.rebuild(ci)}
@@ -389,7 +391,6 @@ func (s *snapshot) reportContainer(rep *Report, ci int) ContainerReport {
 		}
 		sr := s.reportSegment(rep, v, j)
 		cr.DiskBytes += sr.Bytes
-		rep.DiskBytes += sr.Bytes
 		all.Records += sr.Records
 		all.RawBytes += sr.RawBytes
 		all.DeadBytes += sr.DeadBytes
@@ -404,7 +405,6 @@ func (s *snapshot) reportContainer(rep *Report, ci int) ContainerReport {
 		}
 	}
 	cr.Journal.finish()
-	cr.DiskBytes += cr.Journal.RawBytes
 	cr.DeadBytes = all.DeadBytes + cr.Journal.DeadBytes
 	cr.DeadShare = share(cr.DeadBytes, all.RawBytes+cr.Journal.RawBytes)
 	return cr

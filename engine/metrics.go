@@ -47,6 +47,7 @@ func (c *Container) Metrics() Metrics {
 	c.advanceLocked(now)
 	c.mu.Unlock()
 	c.settleExpiries()
+	shared := c.db.sharedDiskBytes(c.num)
 	// The rest only reads (the expired set may be long): writers need not wait.
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -58,7 +59,7 @@ func (c *Container) Metrics() Metrics {
 	m.ExpiredPending = c.idx.ExpiredPending()
 	m.Segments = len(c.files)
 	segs, journal := c.diskBytesLocked()
-	m.DiskBytes, m.JournalBytes = segs+journal, journal
+	m.DiskBytes, m.JournalBytes = segs+shared, journal
 	for n, f := range c.files {
 		if st := f.r.Stats(); st.RawBytes > 0 {
 			m.LiveDiskBytes += c.idx.Usage(n).Bytes * st.FileBytes / st.RawBytes

@@ -1,12 +1,12 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/engine/journal"
@@ -37,6 +37,7 @@ func (db *DB) recover() error {
 	if err != nil {
 		return err
 	}
+	db.checkClockFile(clockFile)
 	floor := max(m.Clock, clockFile)
 	db.clock = newClock(db.opts.Clock, floor)
 	db.clockPersisted.Store(floor)
@@ -102,6 +103,29 @@ func (db *DB) recover() error {
 		c.mu.Unlock()
 	}
 	return nil
+}
+
+// checkClockFile warns when the CLOCK file exists but did not decode
+// (loadClockFile reads such a file as 0). Open goes on: the CLOCK file only
+// raises the clock's floor between manifest writes, and the MANIFEST and
+// the records' _ts still bound it from below, so an expired item can come
+// back only for the seconds since the last manifest write. The next clock
+// write replaces the file.
+func (db *DB) checkClockFile(decoded int64) {
+	if decoded != 0 {
+		return
+	}
+	path := filepath.Join(db.dir, clockName)
+	b, err := db.fs.ReadFile(path)
+	if err != nil {
+		return // none (or unreadable, which loadClockFile reported)
+	}
+	var zero [8]byte
+	if len(b) == 12 && crc32.Checksum(zero[:], castagnoli) == binary.LittleEndian.Uint32(b[8:]) && binary.LittleEndian.Uint64(b) == 0 {
+		return // a valid CLOCK holding 0
+	}
+	db.log.Warn("ebb: the CLOCK file does not decode; ignored, the MANIFEST's clock is the floor until it is rewritten",
+		"file", path, "size", len(b))
 }
 
 // checkEmpty refuses to create a new database over files that look like
@@ -198,7 +222,9 @@ func (db *DB) replay() error {
 
 // removeOrphans deletes segment files the manifest does not name: outputs
 // of a seal or compaction that crashed before its manifest write, or inputs
-// of one that crashed after it.
+// of one that crashed after it. Only names ebb writes (NNNNNNNN.seg) are
+// candidates; any other file in the folder is not ebb's, and is left alone
+// with a warning.
 func (db *DB) removeOrphans(referenced map[uint32]bool) error {
 	dir := filepath.Join(db.dir, segmentDir)
 	ents, err := db.fs.ReadDir(dir)
@@ -208,8 +234,12 @@ func (db *DB) removeOrphans(referenced map[uint32]bool) error {
 	removed := 0
 	for _, e := range ents {
 		name := e.Name()
-		num, err := strconv.ParseUint(strings.TrimSuffix(name, ".seg"), 10, 32)
-		if strings.HasSuffix(name, ".seg") && err == nil && referenced[uint32(num)] {
+		num, ok := segmentFileNum(name)
+		if !ok || e.IsDir() {
+			db.log.Warn("ebb: left alone a file ebb did not write in its segment folder", "file", filepath.Join(dir, name))
+			continue
+		}
+		if referenced[num] {
 			continue
 		}
 		if err := db.fs.Remove(filepath.Join(dir, name)); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebbdb/ebb/compactor"
+	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
@@ -138,6 +139,9 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 			}
 			c.mu.Unlock()
 		}
+		if frozen > 0 {
+			db.cycleJournal()
+		}
 		through = db.jnl.NextSeq() - 1
 		db.memBytes.Store(0)
 		return nil
@@ -162,6 +166,25 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 		return fmt.Errorf("ebb: truncate journal: %w", err)
 	}
 	return nil
+}
+
+// cycleJournal starts a new journal file for the entries that follow a
+// seal, so that the seal's TruncateFront removes every file of sealed
+// entries: the journal then keeps no sealed record on disk past a seal,
+// instead of up to a whole file of them (JournalSegmentSize) that could
+// hold items long expired. It runs in the commit loop, between appends. A
+// file that cannot be created only delays the space (the next seal tries
+// again); a journal failure makes the DB read-only, as a failed append
+// does.
+func (db *DB) cycleJournal() {
+	err := db.jnl.Cycle()
+	switch {
+	case err == nil:
+	case errors.Is(err, journal.ErrFailed):
+		db.fail(err)
+	default:
+		db.log.Warn("ebb: could not start a new journal file after a seal; sealed entries stay on disk until the next seal", "err", err)
+	}
 }
 
 // journalDurable makes every journal entry written so far durable. With

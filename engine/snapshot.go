@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -130,10 +131,15 @@ func checkDatabaseDir(dir string) error {
 // readSnapshot reads dir once. Unless final, it returns errMoved when the
 // MANIFEST changed or a file it names vanished meanwhile.
 func readSnapshot(dir string, final bool) (*snapshot, error) {
-	s := &snapshot{dir: dir, clockFile: readClockFile(dir)}
+	s := &snapshot{dir: dir}
+	if regularFile(filepath.Join(dir, clockName)) == nil {
+		s.clockFile = readClockFile(dir)
+	}
 	mpath := filepath.Join(dir, manifestName)
-	raw, err := os.ReadFile(mpath)
+	raw, err := readSmallFile(mpath, maxManifestRead)
 	switch {
+	case errors.Is(err, errTooLarge) || errors.Is(err, errNotRegular):
+		s.manErr = fmt.Errorf("ebb: %w: %w", err, ErrCorrupt)
 	case errors.Is(err, fs.ErrNotExist):
 		s.manErr = fmt.Errorf("ebb: %s: the %s is missing (journal/ or seg/ hold files): %w", dir, manifestName, ErrCorrupt)
 	case err != nil:
@@ -148,7 +154,7 @@ func readSnapshot(dir string, final bool) (*snapshot, error) {
 		if final {
 			return false
 		}
-		b, err := os.ReadFile(mpath)
+		b, err := readSmallFile(mpath, maxManifestRead)
 		return (err == nil) != (s.manRaw != nil) || !bytes.Equal(b, s.manRaw)
 	}
 
@@ -202,7 +208,10 @@ func (s *snapshot) readSegments(moved func() bool) error {
 				v := &segView{cont: ci, num: num, rel: segmentRel(num)}
 				referenced[v.rel] = true
 				s.segs = append(s.segs, v)
-				v.r, v.err = segment.Open(filepath.Join(s.dir, v.rel), segment.ReaderOptions{})
+				path := filepath.Join(s.dir, v.rel)
+				if v.err = regularFile(path); v.err == nil {
+					v.r, v.err = segment.Open(path, segment.ReaderOptions{})
+				}
 				if errors.Is(v.err, fs.ErrNotExist) {
 					if moved() {
 						return errMoved
@@ -337,4 +346,49 @@ func (s *snapshot) now(wall int64) int64 {
 		}
 	}
 	return now
+}
+
+// maxManifestRead bounds the MANIFEST the offline tools read: far more than
+// any database's (a few bytes per container and segment file).
+const maxManifestRead = 64 << 20
+
+var (
+	errNotRegular = errors.New("not a regular file")
+	errTooLarge   = errors.New("larger than any such file ebb writes")
+)
+
+// regularFile returns an error wrapping errNotRegular when path exists and
+// is not a regular file (a fifo or device could block or never end), and
+// the error of Stat for a path that cannot be described.
+func regularFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w (%s)", path, errNotRegular, fi.Mode().Type())
+	}
+	return nil
+}
+
+// readSmallFile reads a file ebb keeps small (MANIFEST, CLOCK) for the
+// offline tools: a path that is not a regular file, or holds more than max
+// bytes, is refused without being read.
+func readSmallFile(path string, max int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w (%s)", path, errNotRegular, fi.Mode().Type())
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s: %d bytes, %w (%d)", path, fi.Size(), errTooLarge, max)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max+1))
 }

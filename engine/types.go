@@ -112,9 +112,10 @@ type Stats struct {
 	Items int64
 	// LiveBytes is the size of the live items' records, uncompressed.
 	LiveBytes int64
-	// DiskBytes is the size of the container's segment files plus its
-	// records still waiting in the journal: what it holds on disk, live or
-	// dead, until compaction.
+	// DiskBytes is the size of the container's segment files plus its share
+	// of the files the containers share (the journal's files, MANIFEST,
+	// CLOCK, LOCK, broken/), divided evenly among the containers: the
+	// containers' DiskBytes add up to what ebb keeps under the directory.
 	DiskBytes int64
 	// ExpiredPending is the number of expired items whose records are still
 	// on disk, waiting for compaction.

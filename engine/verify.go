@@ -171,7 +171,7 @@ func (v *verifier) manifest() {
 
 // clock checks the CLOCK file, if there is one.
 func (v *verifier) clock() {
-	b, err := os.ReadFile(filepath.Join(v.s.dir, clockName))
+	b, err := readSmallFile(filepath.Join(v.s.dir, clockName), 64)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -189,7 +189,12 @@ func (v *verifier) segments() {
 	s := v.s
 	if s.man == nil {
 		for _, rel := range s.orphans {
-			r, err := segment.Open(filepath.Join(s.dir, rel), segment.ReaderOptions{})
+			path := filepath.Join(s.dir, rel)
+			err := regularFile(path)
+			var r *segment.Reader
+			if err == nil {
+				r, err = segment.Open(path, segment.ReaderOptions{})
+			}
 			if err == nil {
 				err = r.Verify()
 				v.rep.Checked.Segments++

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-const journalFile = "journal/00000000000000000001" // buildDB's journal
+const journalFile = "journal/00000000000000000052" // buildDB's journal: the entries after its last seal
 
 func TestDumpSegment(t *testing.T) {
 	dir := buildDB(t, true) // open: dump must not need the lock
@@ -62,8 +62,8 @@ func TestDumpJournalTornTail(t *testing.T) {
 	os.Truncate(path, fi.Size()-5)
 	stdout, stderr, code := ebb(t, "dump", path)
 	wantCode(t, code, exitOK, stdout, stderr)
-	if n := strings.Count(stdout, "\n"); n != 2+65 { // 50 sealed entries stay in the journal file
-		t.Errorf("%d lines, want the 65 records before the torn one:\n%s", n, stdout)
+	if n := strings.Count(stdout, "\n"); n != 2+14 { // the journal holds only the 15 entries after the last seal
+		t.Errorf("%d lines, want the 14 records before the torn one:\n%s", n, stdout)
 	}
 	if !strings.HasPrefix(stderr, "note: ") || !strings.Contains(stderr, "torn") {
 		t.Errorf("stderr %q", stderr)
@@ -90,7 +90,7 @@ func TestDumpDamaged(t *testing.T) {
 
 func TestDumpNotAFile(t *testing.T) {
 	dir := buildDB(t, false)
-	for _, path := range []string{filepath.Join(dir, "nope"), dir, filepath.Join(dir, "MANIFEST")} {
+	for _, path := range []string{filepath.Join(dir, "nope"), dir, filepath.Join(dir, "MANIFEST"), "/dev/zero"} {
 		stdout, stderr, code := ebb(t, "dump", path)
 		wantCode(t, code, exitUsage, stdout, stderr)
 		if !strings.HasPrefix(stderr, "ebb: not a segment or journal file: ") || strings.Count(stderr, "\n") != 1 {

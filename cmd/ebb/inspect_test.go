@@ -47,7 +47,7 @@ func TestInspectHuman(t *testing.T) {
 		"seg/00000002.seg  sessions",
 		"seg/00000004.seg  plain",
 		"DEAD  HIDES",
-		"journal/00000000000000000001",
+		"journal/00000000000000000052",
 		"journal: 15 record(s) not yet sealed",
 	} {
 		if !strings.Contains(stdout, want) {

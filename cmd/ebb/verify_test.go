@@ -53,7 +53,7 @@ func TestVerifyDamage(t *testing.T) {
 		{
 			name:   "flipped bit in the journal",
 			damage: func(dir string) { flip(t, filepath.Join(dir, journalFile), 30) },
-			want:   []string{journalFile, "entry seq 1", "checksum mismatch; a valid entry follows"},
+			want:   []string{journalFile, "entry seq 52", "checksum mismatch; a valid entry follows"},
 		},
 		{
 			name:   "missing journal",

@@ -16,7 +16,9 @@
 // it in memory whole (up to Options.SegmentSize bytes). Names ending in
 // ".START" or ".END" are tidwall's truncations in progress; tidwall finishes
 // or discards them when it opens the folder, and this package leaves them to
-// it.
+// it. Cycle ends the tail early and starts an empty one, so that
+// TruncateFront can remove every entry before it: the engine does so at
+// each seal, and the journal then holds only unsealed entries.
 //
 // # Format
 //
@@ -60,9 +62,11 @@
 //     its first bad entry it looks for any later valid frame (a frame whose
 //     seq lies in the next 2^20 seqs and whose checksum holds). If none is
 //     found, the damage is a write cut short by a crash: Open keeps a copy of
-//     the whole file in the broken folder, cuts the file at the end of the
-//     last good entry, fsyncs the file and the folder, logs a warning and
-//     reports it in Repair. A crash can only tear entries that were not yet
+//     the bytes it cuts (at most MaxBrokenCopy, so a repair needs little free
+//     space) in the broken folder, cuts the file at the end of the last good
+//     entry, fsyncs the file and the folder, logs a warning and reports it in
+//     Repair. A copy that cannot be written (a full disk) is removed, logged,
+//     and the cut made without it. A crash can only tear entries that were not yet
 //     acknowledged, since every acknowledged one was fsynced before Append
 //     returned (with NoSync: entries not yet synced by Sync).
 //   - Any other damage (a bad entry followed by a valid one, damage in a

@@ -133,6 +133,8 @@ func allZero(b []byte) bool {
 type fileDecoder struct {
 	data []byte
 	off  int
+	// base is the file offset of data[0]: offsets reported are base+off.
+	base int64
 	// seq is the seq the next entry must carry; 0 before the first entry of
 	// a file whose name does not give its first seq.
 	seq uint64
@@ -162,7 +164,7 @@ func (d *fileDecoder) next() (e Entry, ok bool, cerr *CorruptError) {
 	if reason != "" {
 		return Entry{}, false, d.bad(reason)
 	}
-	e = Entry{Offset: int64(d.off), Seq: seq, Payload: payload}
+	e = Entry{Offset: d.base + int64(d.off), Seq: seq, Payload: payload}
 	d.off += w + int(n)
 	d.seq = seq + 1
 	return e, true, nil
@@ -182,10 +184,10 @@ func (d *fileDecoder) bad(reason string) *CorruptError {
 		case searchGaveUp:
 			reason += "; too many frame-like bytes follow to rule out a valid entry, not treated as a torn tail"
 		default:
-			reason += fmt.Sprintf("; a valid entry follows at offset %d, not a torn tail", at)
+			reason += fmt.Sprintf("; a valid entry follows at offset %d, not a torn tail", d.base+int64(at))
 		}
 	}
-	return &CorruptError{Offset: int64(d.off), Seq: d.seq, Reason: reason, Torn: torn}
+	return &CorruptError{Offset: d.base + int64(d.off), Seq: d.seq, Reason: reason, Torn: torn}
 }
 
 // Results of laterFrame other than an offset.

@@ -109,8 +109,10 @@ type Journal struct {
 //
 // Before handing the folder to tidwall it scans the last segment file. A torn
 // or zero-filled tail (a bad entry with no valid frame after it) is repaired:
-// a copy of the whole file is kept in brokenDir (created if needed) under the
-// segment's name, the time and ".broken"; the file is cut at the end of its
+// a copy of the bytes cut (at most MaxBrokenCopy) is kept in brokenDir
+// (created if needed) under the segment name of the first cut entry, the
+// time and ".broken" (if it cannot be written, it is removed, the failure
+// logged, and the cut made all the same); the file is cut at the end of its
 // last good entry; the file and the folder are fsynced; the repair is logged
 // at Warn and reported by Repair. Any other damage in that file is not
 // repaired: Open returns a *CorruptError (wrapping ErrCorrupt) naming the

@@ -1,9 +1,11 @@
 package journal
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"iter"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -32,7 +34,14 @@ type Entry struct {
 // it yields a zero-payload Entry holding that entry's offset and expected seq
 // with a *CorruptError (wrapping ErrCorrupt) that says what failed and
 // whether the damage looks like a torn tail, and stops. An error reading the
-// file is yielded alone.
+// file, or a path that is not a regular file (a fifo or a device, which
+// could block or never end), is yielded alone.
+//
+// ReadFile streams: it holds one entry at a time (each Payload is its own),
+// and checks the checksum of a large entry before it allocates it, so its
+// memory does not grow with the file. To judge a torn tail it reads the
+// bytes after a bad entry whole when they are at most 32 MiB; past that it
+// recognises a zero-filled tail and reports other damage as corruption.
 //
 // The seq of the first entry is taken from the file name when it starts with
 // 20 digits, as tidwall's segment names and the broken copies do; otherwise
@@ -40,34 +49,42 @@ type Entry struct {
 // corruption, never as a torn tail.
 func ReadFile(path string) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		data, err := os.ReadFile(path)
+		f, size, err := openRegular(path)
 		if err != nil {
 			yield(Entry{}, fmt.Errorf("journal: %w", err))
 			return
 		}
-		for e, err := range decodeFile(path, data) {
-			if !yield(e, err) {
-				return
-			}
-		}
+		defer f.Close()
+		readEntries(path, f, size, yield)
 	}
 }
 
 // decodeFile is ReadFile on data already read from path.
 func decodeFile(path string, data []byte) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		first, _ := parseSeqName(filepath.Base(path))
-		d := fileDecoder{data: data, seq: first}
-		for {
-			e, ok, cerr := d.next()
-			if cerr != nil {
+		readEntries(path, bytes.NewReader(data), int64(len(data)), yield)
+	}
+}
+
+// readEntries yields the entries of the file path, of size bytes, read
+// through f, as ReadFile says.
+func readEntries(path string, f io.ReaderAt, size int64, yield func(Entry, error) bool) {
+	first, _ := parseSeqName(filepath.Base(path))
+	r := fileReader{f: f, size: size, seq: first}
+	for {
+		e, ok, err := r.next()
+		if err != nil {
+			var cerr *CorruptError
+			if errors.As(err, &cerr) {
 				cerr.File = path
 				yield(Entry{Offset: cerr.Offset, Seq: cerr.Seq}, cerr)
-				return
+			} else {
+				yield(Entry{}, fmt.Errorf("journal: reading %s: %w", path, err))
 			}
-			if !ok || !yield(e, nil) {
-				return
-			}
+			return
+		}
+		if !ok || !yield(e, nil) {
+			return
 		}
 	}
 }

@@ -20,8 +20,11 @@ type RepairInfo struct {
 	Offset int64
 	// CutBytes is the number of bytes removed from the end of File.
 	CutBytes int64
-	// Copy is the path of the copy of the whole damaged file, kept in the
-	// broken folder.
+	// Copy is the path of the copy of the bytes cut off (at most
+	// MaxBrokenCopy of them, from Offset on), kept in the broken folder and
+	// named after Seq so that ReadFile decodes it. It is "" when the copy
+	// could not be written (a full disk, say): the cut is made anyway, since
+	// a torn tail holds no acknowledged entry, and the failure is logged.
 	Copy string
 	// Seq is the seq the first dropped entry would have carried; the next
 	// Append reuses it.
@@ -29,6 +32,10 @@ type RepairInfo struct {
 	// Reason says what was wrong with the first dropped entry.
 	Reason string
 }
+
+// MaxBrokenCopy bounds the bytes a repair keeps in the broken folder: a
+// repair needs at most this much free space, however large the file.
+const MaxBrokenCopy = 1 << 20
 
 // segmentFile is one of tidwall's segment files.
 type segmentFile struct {
@@ -99,8 +106,9 @@ func (l dirListing) tail() (segmentFile, bool) {
 }
 
 // repairTail scans the tail segment file and cuts off a torn tail, keeping
-// a copy of the whole file in brokenDir. It returns nil when the tail is
-// sound, and a *CorruptError when the damage is not a torn tail.
+// a copy of the bytes it cuts (at most MaxBrokenCopy) in brokenDir. It
+// returns nil when the tail is sound, and a *CorruptError when the damage is
+// not a torn tail.
 func repairTail(fsys vfs.FS, dir, brokenDir string, l dirListing, logger *slog.Logger) (*RepairInfo, error) {
 	tail, ok := l.tail()
 	if !ok {
@@ -131,34 +139,45 @@ func repairTail(fsys vfs.FS, dir, brokenDir string, l dirListing, logger *slog.L
 		Seq:      cerr.Seq,
 		Reason:   cerr.Reason,
 	}
-	if info.Copy, err = keepBrokenCopy(fsys, brokenDir, tail.name, data); err != nil {
-		return nil, err
+	cut := data[cerr.Offset:]
+	kept := cut[:min(len(cut), MaxBrokenCopy)]
+	info.Copy, err = keepBrokenCopy(fsys, brokenDir, segmentName(cerr.Seq), kept)
+	if err != nil {
+		// The cut bytes are unacknowledged: losing the copy loses no
+		// entry, while refusing to cut would keep the database from
+		// opening until the disk has room for it.
+		logger.Warn("journal: could not keep a copy of a torn tail; cutting it anyway", "file", path, "err", err)
 	}
 	if err := truncateSync(fsys, path, cerr.Offset); err != nil {
+		if info.Copy != "" {
+			fsys.Remove(info.Copy) // the next Open repairs again and keeps a new copy
+		}
 		return nil, err
 	}
 	if err := syncDir(fsys, dir); err != nil {
 		return nil, err
 	}
 	logger.Warn("journal: repaired a torn tail",
-		"file", info.File, "offset", info.Offset, "cut_bytes", info.CutBytes,
+		"file", info.File, "offset", info.Offset, "cut_bytes", info.CutBytes, "kept_bytes", len(kept),
 		"seq", info.Seq, "reason", info.Reason, "copy", info.Copy)
 	return info, nil
 }
 
-// keepBrokenCopy writes data, the whole damaged segment file, to a new file
-// in brokenDir named after the segment and the time, and makes it durable.
-func keepBrokenCopy(fsys vfs.FS, brokenDir, segment string, data []byte) (string, error) {
+// keepBrokenCopy writes data, bytes cut from a damaged segment file, to a
+// new file in brokenDir named after name (the segment name of the first cut
+// entry) and the time, and makes it durable. On failure it removes what it
+// wrote: a failed attempt leaves nothing behind.
+func keepBrokenCopy(fsys vfs.FS, brokenDir, name string, data []byte) (string, error) {
 	if err := mkdirAllSync(fsys, brokenDir); err != nil {
 		return "", err
 	}
 	stamp := time.Now().UTC().Format("20060102T150405.000000000Z")
 	for i := 0; ; i++ {
-		name := segment + "." + stamp + ".broken"
+		base := name + "." + stamp + ".broken"
 		if i > 0 {
-			name = fmt.Sprintf("%s.%s-%d.broken", segment, stamp, i)
+			base = fmt.Sprintf("%s.%s-%d.broken", name, stamp, i)
 		}
-		path := filepath.Join(brokenDir, name)
+		path := filepath.Join(brokenDir, base)
 		f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -177,6 +196,9 @@ func keepBrokenCopy(fsys vfs.FS, brokenDir, segment string, data []byte) (string
 			err = syncDir(fsys, brokenDir)
 		}
 		if err != nil {
+			if rerr := fsys.Remove(path); rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+				fsys.SyncDir(brokenDir)
+			}
 			return "", fmt.Errorf("journal: keeping a copy of a torn segment: %w", err)
 		}
 		return path, nil

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+)
+
+// After every seal the journal keeps no sealed entry on disk (its folder
+// holds only the records written since), and the disk figures add up to
+// the directory: the containers' Stats.DiskBytes and Metrics.DiskBytes sum
+// to a walk of it, and so do Inspect's, with the database open or closed.
+func TestJournalSpaceAndDiskFigures(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 11))
+			ctx := context.Background()
+			clk := newFakeClock(t0)
+			dir := t.TempDir()
+			opts := func(o *Options) {
+				o.JournalSegmentSize = 4 << 20 // far more than the test writes
+				o.SealThreshold = 1 << 30
+				o.CompactionInterval = -1
+			}
+			db := openTest(t, dir, clk, opts)
+			defer func() { db.Close() }()
+			ncont := 1 + rnd.IntN(3)
+			var cs []*Container
+			for i := range ncont {
+				cs = append(cs, mustCreateContainer(t, db, ContainerProperties{ID: fmt.Sprint("c", i), DefaultTTL: TTL(5)}))
+			}
+			checkFigures := func(when string) {
+				t.Helper()
+				// A first pass lets the answers persist the clock (the CLOCK
+				// file appears when an answer first leaves an item out).
+				for _, c := range cs {
+					c.Stats()
+					c.Metrics()
+				}
+				var stats, metrics int64
+				for _, c := range cs {
+					st, m := c.Stats(), c.Metrics()
+					if st.DiskBytes != m.DiskBytes {
+						t.Fatalf("%s: container %s: Stats.DiskBytes %d, Metrics.DiskBytes %d", when, c.ID(), st.DiskBytes, m.DiskBytes)
+					}
+					stats += st.DiskBytes
+					metrics += m.DiskBytes
+				}
+				if walk := treeBytes(t, dir); stats != walk {
+					t.Fatalf("%s: the containers' DiskBytes add up to %d, the directory holds %d", when, stats, walk)
+				}
+				rep, err := Inspect(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var sum int64
+				for _, cr := range rep.Containers {
+					sum += cr.DiskBytes
+				}
+				if walk := treeBytes(t, dir); rep.DiskBytes != walk || sum != walk {
+					t.Fatalf("%s: Inspect says %d in all, %d for the containers; the directory holds %d", when, rep.DiskBytes, sum, walk)
+				}
+			}
+			for round := range 12 {
+				for range 1 + rnd.IntN(200) {
+					c := cs[rnd.IntN(len(cs))]
+					doc := fmt.Sprintf(`{"id":"k%d","ttl":%d,"pad":"%0*d"}`, rnd.IntN(500), 1+rnd.IntN(4), rnd.IntN(400), 0)
+					if _, err := c.Upsert(ctx, []byte(doc)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				checkFigures(fmt.Sprintf("round %d before the seal", round))
+				forceSeal(t, db)
+				if n := treeBytes(t, filepath.Join(dir, journalDir)); n != 0 {
+					t.Fatalf("round %d: %d bytes in journal/ right after a seal, want 0", round, n)
+				}
+				checkFigures(fmt.Sprintf("round %d after the seal", round))
+				clk.Advance(int64(rnd.IntN(3)))
+				if rnd.IntN(4) == 0 {
+					db.Close()
+					db = openTest(t, dir, clk, opts)
+					for i := range cs {
+						var err error
+						if cs[i], err = db.Container(fmt.Sprint("c", i)); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			db.Close()
+			rep, err := Inspect(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if walk := treeBytes(t, dir); rep.DiskBytes != walk {
+				t.Fatalf("closed: Inspect says %d, the directory holds %d", rep.DiskBytes, walk)
+			}
+		})
+	}
+}
