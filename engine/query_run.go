@@ -20,7 +20,7 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 		yield(Item{}, err)
 		return
 	}
-	cands, err := c.collect(q, c.db.clock.now(), true)
+	cands, err := c.collect(ctx, q, c.db.clock.now(), true)
 	if err != nil {
 		yield(Item{}, err)
 		return
@@ -31,9 +31,9 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 	case cands.walked:
 		w := newWindow(q)
 		if c.runWalk(ctx, q, cands, w, yield) {
-			// The stopped walk ran dry (items vanished before they were
-			// read): walk again in full, past what was already taken.
-			if cands, err = c.collect(q, c.db.clock.now(), false); err != nil {
+			// The stopped walk ran dry (items vanished or moved before
+			// they were read): walk again in full, past what was taken.
+			if cands, err = c.collect(ctx, q, c.db.clock.now(), false); err != nil {
 				yield(Item{}, err)
 				return
 			}
@@ -57,6 +57,10 @@ type doc struct {
 	rec segment.Record
 	val query.Value
 	raw bool // not decoded: a SELECT * the index alone decided (val unset)
+	// changed: the item was written after the candidates were collected,
+	// so index order no longer tells where it sorts (val is its current
+	// value).
+	changed bool
 }
 
 // fetchMatch reads slot s's item as of now and evaluates the WHERE on it.
@@ -73,7 +77,8 @@ func (c *Container) fetchMatch(q *query.Bound, s *index.Slot, d *doc, trusted bo
 		}
 		return false, err
 	}
-	if d.raw = trusted && d.rec.Seq == s.Seq; d.raw {
+	d.changed = d.rec.Seq != s.Seq
+	if d.raw = trusted && !d.changed; d.raw {
 		return true, nil
 	}
 	etag := etagOf(d.rec.Seq)
@@ -96,6 +101,14 @@ func (cands *candidates) trusted(q *query.Bound) bool {
 type window struct {
 	skip, limit int64 // what is left to skip and to take; limit < 0: no limit
 	taken       int64 // results skipped or yielded so far
+	// For an ordered walk (offerOrdered): the place of the last result
+	// taken, so that nothing is taken out of order, and, when a walk may
+	// run again (remember), the ids taken, so that nothing is taken twice.
+	hasLast bool
+	lastKey query.Value
+	lastID  string
+	desc    bool
+	seen    map[string]bool
 }
 
 func newWindow(q *query.Bound) *window {
@@ -103,10 +116,33 @@ func newWindow(q *query.Bound) *window {
 	return &window{skip: skip, limit: limit}
 }
 
-// rest is the window for running the same query again from the start:
-// it passes over the results already taken, then goes on where w stopped.
+// rest is the window for walking the same query again from the start: it
+// keeps what is left to skip and take, and passes over every result at or
+// before the last place taken and every item already taken.
 func (w *window) rest() *window {
-	return &window{skip: w.taken + w.skip, limit: w.limit}
+	r := *w
+	return &r
+}
+
+// offerOrdered is offer for results of an ordered walk, given d's ORDER BY
+// value: a result that sorts at or before the last one taken (an item that
+// moved behind the walk while it ran), or an item already taken, is passed
+// over, so what is yielded stays in order and holds no item twice.
+func (w *window) offerOrdered(q *query.Bound, key query.Value, d *doc, yield func(Item, error) bool) bool {
+	if w.limit == 0 {
+		return false
+	}
+	if w.hasLast && query.CompareOrder(key, d.rec.ID, w.lastKey, w.lastID, w.desc) <= 0 {
+		return true
+	}
+	if w.seen != nil {
+		if w.seen[d.rec.ID] {
+			return true
+		}
+		w.seen[d.rec.ID] = true
+	}
+	w.hasLast, w.lastKey, w.lastID = true, key, d.rec.ID
+	return w.offer(q, d, yield)
 }
 
 // full reports whether the window has all it will take.
@@ -147,7 +183,7 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 // matches reads slots one by one and calls fn with each item that is live
 // and matches as it is read, until fn returns false. It returns the error
 // that ended the reading (the context's, or a failed read), or nil.
-func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.Slot, trusted bool, fn func(d *doc) bool) error {
+func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.Slot, trusted bool, fn func(i int, d *doc) bool) error {
 	for i := range slots {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -157,7 +193,7 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.S
 		if err != nil {
 			return err
 		}
-		if ok && !fn(&d) {
+		if ok && !fn(i, &d) {
 			return nil
 		}
 	}
@@ -167,7 +203,7 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.S
 // runScan yields the matching items in id order, reading them one by one.
 func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	w := newWindow(q)
-	if err := c.matches(ctx, q, cands.slots, cands.trusted(q), func(d *doc) bool { return w.offer(q, d, yield) }); err != nil {
+	if err := c.matches(ctx, q, cands.slots, cands.trusted(q), func(_ int, d *doc) bool { return w.offer(q, d, yield) }); err != nil {
 		yield(Item{}, err)
 	}
 }
@@ -177,7 +213,7 @@ func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidate
 func (c *Container) runCount(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	n := cands.count
 	if !cands.counted {
-		err := c.matches(ctx, q, cands.slots, false, func(d *doc) bool {
+		err := c.matches(ctx, q, cands.slots, false, func(_ int, d *doc) bool {
 			if q.CountItem(d.val) {
 				n++
 			}
@@ -208,7 +244,7 @@ func sortKeyed(ds []keyedDoc, desc bool) {
 // candidate and sorts them. (runWalk avoids that when an index can.)
 func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	var all []keyedDoc
-	err := c.matches(ctx, q, cands.slots, false, func(d *doc) bool {
+	err := c.matches(ctx, q, cands.slots, false, func(_ int, d *doc) bool {
 		all = append(all, keyedDoc{q.OrderKey(d.val), d})
 		return true
 	})
@@ -227,38 +263,43 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 }
 
 // runWalk yields matching items in the order an index walk gave, reading
-// documents only as far as the window needs. The candidates with no scalar
-// at the ORDER BY path are read first: undefined ones sort before every
-// value, arrays and objects after. It reports whether a stopped walk ran
-// dry before the window was full: then the caller walks again in full.
+// documents only as far as the window needs. It merges three streams by
+// ORDER BY value: the walked slots in index order; the candidates with no
+// scalar at the ORDER BY path (undefined ones sort before every value,
+// arrays and objects after), read first; and walked items that were written
+// after the walk (their index place is stale), placed by their current
+// value. It reports whether a stopped walk ran dry before the window was
+// full: then the caller walks again in full.
 func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidates, w *window, yield func(Item, error) bool) (again bool) {
 	_, desc, _ := q.OrderBy()
-	var undef, complexVals []keyedDoc
-	err := c.matches(ctx, q, cands.rest, false, func(d *doc) bool {
-		if k := q.OrderKey(d.val); k.Kind() == query.Undefined {
-			undef = append(undef, keyedDoc{k, d})
-		} else {
-			complexVals = append(complexVals, keyedDoc{k, d})
-		}
+	w.desc = desc
+	if cands.partial && w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	pend := &pendingDocs{desc: desc}
+	err := c.matches(ctx, q, cands.rest, false, func(_ int, d *doc) bool {
+		pend.push(keyedDoc{q.OrderKey(d.val), d})
 		return true
 	})
 	if err != nil {
 		yield(Item{}, err)
 		return false
 	}
-	sortKeyed(complexVals, desc)
-	first, last := undef, complexVals
-	if desc {
-		first, last = complexVals, undef
-	}
-	for i := range first {
-		if !w.offer(q, first[i].d, yield) {
-			return false
-		}
-	}
 	stopped := false
-	err = c.matches(ctx, q, cands.slots, cands.trusted(q), func(d *doc) bool {
-		stopped = !w.offer(q, d, yield)
+	err = c.matches(ctx, q, cands.slots, cands.trusted(q), func(i int, d *doc) bool {
+		if d.changed {
+			pend.push(keyedDoc{q.OrderKey(d.val), d})
+			return true
+		}
+		key, _ := query.KeyValue(cands.keys[i])
+		for pend.Len() > 0 && pend.before(key, d.rec.ID) {
+			p := pend.pop()
+			if !w.offerOrdered(q, p.key, p.d, yield) {
+				stopped = true
+				return false
+			}
+		}
+		stopped = !w.offerOrdered(q, key, d, yield)
 		return !stopped
 	})
 	if err != nil {
@@ -271,8 +312,9 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 	if cands.partial && !w.full() {
 		return true
 	}
-	for i := range last {
-		if !w.offer(q, last[i].d, yield) {
+	for pend.Len() > 0 {
+		p := pend.pop()
+		if !w.offerOrdered(q, p.key, p.d, yield) {
 			return false
 		}
 	}
