@@ -263,13 +263,14 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 }
 
 // runWalk yields matching items in the order an index walk gave, reading
-// documents only as far as the window needs. It merges three streams by
-// ORDER BY value: the walked slots in index order; the candidates with no
-// scalar at the ORDER BY path (undefined ones sort before every value,
-// arrays and objects after), read first; and walked items that were written
-// after the walk (their index place is stale), placed by their current
-// value. It reports whether a stopped walk ran dry before the window was
-// full: then the caller walks again in full.
+// documents only as far as the window needs. It merges, by ORDER BY value,
+// the walked slots in index order with the pending documents (see
+// pendingDocs): the candidates with no scalar at the ORDER BY path
+// (undefined ones sort before every value, arrays and objects after), and
+// walked items written after the walk, whose index place is stale. A
+// pending document is read again just before it goes out, so what is
+// yielded is the item as it is then. It reports whether a stopped walk ran
+// dry before the window was full: then the caller walks again in full.
 func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidates, w *window, yield func(Item, error) bool) (again bool) {
 	_, desc, _ := q.OrderBy()
 	w.desc = desc
@@ -285,6 +286,31 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 		yield(Item{}, err)
 		return false
 	}
+	// drain offers the pending documents that sort before (key, id), or
+	// all of them; it reports whether to go on.
+	drain := func(key query.Value, id string, all bool) (bool, error) {
+		for pend.Len() > 0 && (all || pend.before(key, id)) {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			p := pend.pop()
+			var d doc
+			ok, err := c.fetchMatch(q, &index.Slot{ID: p.d.rec.ID, Seq: p.d.rec.Seq}, &d, true)
+			switch {
+			case err != nil:
+				return false, err
+			case !ok:
+				continue // gone, expired or no longer matching
+			case d.changed: // written again: place it anew
+				pend.push(keyedDoc{q.OrderKey(d.val), &d})
+				continue
+			}
+			if !w.offerOrdered(q, p.key, p.d, yield) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
 	stopped := false
 	err = c.matches(ctx, q, cands.slots, cands.trusted(q), func(i int, d *doc) bool {
 		if d.changed {
@@ -292,14 +318,11 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 			return true
 		}
 		key, _ := query.KeyValue(cands.keys[i])
-		for pend.Len() > 0 && pend.before(key, d.rec.ID) {
-			p := pend.pop()
-			if !w.offerOrdered(q, p.key, p.d, yield) {
-				stopped = true
-				return false
-			}
+		goOn, err := drain(key, d.rec.ID, false)
+		if err != nil {
+			yield(Item{}, err)
 		}
-		stopped = !w.offerOrdered(q, key, d, yield)
+		stopped = !goOn || !w.offerOrdered(q, key, d, yield)
 		return !stopped
 	})
 	if err != nil {
@@ -312,11 +335,8 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 	if cands.partial && !w.full() {
 		return true
 	}
-	for pend.Len() > 0 {
-		p := pend.pop()
-		if !w.offerOrdered(q, p.key, p.d, yield) {
-			return false
-		}
+	if _, err := drain(query.Value{}, "", true); err != nil {
+		yield(Item{}, err)
 	}
 	return false
 }
