@@ -256,6 +256,10 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 	sortKeyed(all, desc)
 	w := newWindow(q)
 	for i := range all {
+		if err := ctx.Err(); err != nil {
+			yield(Item{}, err)
+			return
+		}
 		if !w.offer(q, all[i].d, yield) {
 			return
 		}
