@@ -178,38 +178,47 @@ func TestWindowBounds(t *testing.T) {
 }
 
 // FuzzParseShapes builds queries of deep and long structure from a few
-// fuzzed choices (how to nest, how deep, how long a chain, how many
+// fuzzed choices (how to nest, how deep, how long an AND/OR chain, how many
 // parameters) and checks that Parse, Bind and Plan return, and that an
-// error is always ErrInvalidQuery. A stack overflow would end the fuzzer.
+// error is always ErrInvalidQuery (ErrLimit past a limit). A stack
+// overflow would end the fuzzer. Shapes stay near the limits; bit 0x80 of
+// kind makes the nesting a thousand times deeper and bit 0x40 the chain a
+// hundred times longer, past MaxLength and MaxTerms.
 func FuzzParseShapes(f *testing.F) {
-	f.Add(uint8(0), uint32(1_000_000), uint32(0), uint16(0), false)
-	f.Add(uint8(3), uint32(5000), uint32(10), uint16(3), true)
-	f.Add(uint8(1), uint32(MaxDepth), uint32(60_000), uint16(2000), false)
-	f.Add(uint8(2), uint32(20), uint32(1000), uint16(MaxParams), true)
-	f.Fuzz(func(t *testing.T, kind uint8, depth, chainLen uint32, params uint16, or bool) {
-		k := nestKinds[int(kind)%len(nestKinds)]
-		depth %= 2_000_000
-		chainLen %= 200_000
-		op := "AND"
+	f.Add(uint8(0x80), uint16(1000), uint16(0), uint16(0), false)
+	f.Add(uint8(3), uint16(MaxDepth+1), uint16(10), uint16(3), true)
+	f.Add(uint8(0x41), uint16(MaxDepth-2), uint16(600), uint16(20), false)
+	f.Add(uint8(2), uint16(20), uint16(1000), uint16(MaxParams+1), true)
+	f.Fuzz(func(t *testing.T, kind uint8, depth, chainLen, params uint16, or bool) {
+		k := nestKinds[int(kind&0x3f)%len(nestKinds)]
+		d, n := int(depth)%(3*MaxDepth), int(chainLen)%2000
+		if kind&0x80 != 0 {
+			d *= 1000
+		}
+		if kind&0x40 != 0 {
+			n *= 100
+		}
+		op := " AND "
 		if or {
-			op = "OR"
+			op = " OR "
 		}
 		var b strings.Builder
 		b.WriteString("SELECT * FROM c WHERE ")
-		b.WriteString(strings.Repeat(k.open, int(depth)))
+		b.WriteString(strings.Repeat(k.open, d))
 		b.WriteString("c.n = 1")
-		for i := range int(chainLen) {
-			fmt.Fprintf(&b, " %s c.a%d = %d", op, i%7, i)
+		b.WriteString(strings.Repeat(op+"c.a = 'x'", n))
+		for i := range int(params) % (2 * MaxParams) {
+			fmt.Fprintf(&b, "%sc.p = @p%d", op, i)
 		}
-		for i := range int(params) {
-			fmt.Fprintf(&b, " %s c.p = @p%d", op, i)
-		}
-		b.WriteString(strings.Repeat(k.close, int(depth)))
+		b.WriteString(strings.Repeat(k.close, d))
 		sql := b.String()
 		q, err := Parse(sql)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidQuery) {
 				t.Fatalf("Parse: %v does not match ErrInvalidQuery", err)
+			}
+			if len(sql) > MaxLength && !errors.Is(err, ErrLimit) {
+				t.Fatalf("Parse of %d bytes: %v, want ErrLimit", len(sql), err)
 			}
 			return
 		}
