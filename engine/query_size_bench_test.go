@@ -32,6 +32,12 @@ func longAndQuery(n int) string {
 // one node). Run with:
 //
 //	go test ./engine -run '^$' -bench 'BenchmarkQuerySize' -benchtime 3x
+//
+// Measured on 2 shared cores: before, 51, 67 and 183 µs per condition at
+// 1k, 10k and 40k conditions (7.3 s for 40k); after, 74, 70 and 67 µs (2.7
+// s for 40k). With a 1 s deadline, 40k conditions over 1000 items now end
+// with context.DeadlineExceeded after 1.004 s; 50k (625 KB) are refused
+// by MaxLength in 2 ms.
 func BenchmarkQuerySize(b *testing.B) {
 	db, c := loadQueryData(b, IndexingConsistent, 200)
 	defer db.Close()
