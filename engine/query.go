@@ -3,9 +3,9 @@ package engine
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 
@@ -50,7 +50,14 @@ func (c *Container) Query(ctx context.Context, sql string, params ...Param) iter
 			yield(Item{}, err)
 			return
 		}
+		if err := ctx.Err(); err != nil {
+			yield(Item{}, err)
+			return
+		}
 		q, err := c.prepareQuery(sql, params)
+		if err == nil {
+			err = ctx.Err() // parsing is bounded by the query limits: check after it
+		}
 		if err != nil {
 			yield(Item{}, err)
 			return
@@ -89,19 +96,25 @@ func (c *Container) Explain(sql string, params ...Param) (string, error) {
 	return b.String(), nil
 }
 
+// prepareQuery parses and binds sql. The query text is held to the limits
+// of package query (query.MaxLength and the rest, errors matching
+// query.ErrLimit), and the parameters given to query.MaxParams.
 func (c *Container) prepareQuery(sql string, params []Param) (*query.Bound, error) {
+	if len(params) > query.MaxParams {
+		return nil, fmt.Errorf("container %q: %w: %d parameters given; query.MaxParams allows %d", c.id, query.ErrLimit, len(params), query.MaxParams)
+	}
 	q, err := query.Parse(sql)
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.id, err)
 	}
 	vals := make(map[string]query.Value, len(params))
 	for _, p := range params {
+		if _, dup := vals[p.Name]; dup {
+			return nil, fmt.Errorf("container %q: %w: parameter %s is given twice", c.id, query.ErrInvalidQuery, p.Name)
+		}
 		v, err := query.FromGo(p.Value)
 		if err != nil {
-			if !errors.Is(err, query.ErrInvalidQuery) {
-				err = fmt.Errorf("%w: %w", query.ErrInvalidQuery, err)
-			}
-			return nil, fmt.Errorf("container %q: parameter %s: %w", c.id, p.Name, err)
+			return nil, fmt.Errorf("container %q: %w", c.id, &paramError{name: p.Name, err: err})
 		}
 		vals[p.Name] = v
 	}
@@ -111,6 +124,21 @@ func (c *Container) prepareQuery(sql string, params []Param) (*query.Bound, erro
 	}
 	return b, nil
 }
+
+// paramError is a parameter value that has no JSON form. It matches both
+// query.ErrInvalidQuery and the cause (query.ErrInvalidJSON), and reads
+// "query: invalid query: parameter @x: invalid JSON: ..." without saying
+// "query:" twice.
+type paramError struct {
+	name string
+	err  error
+}
+
+func (e *paramError) Error() string {
+	return fmt.Sprintf("%v: parameter %s: %s", query.ErrInvalidQuery, e.name, strings.TrimPrefix(e.err.Error(), "query: "))
+}
+
+func (e *paramError) Unwrap() []error { return []error{query.ErrInvalidQuery, e.err} }
 
 // planLocked plans q against the index as it is; c.mu is held.
 func (c *Container) planLocked(q *query.Bound) (*query.Plan, string) {
@@ -124,6 +152,9 @@ func (c *Container) planLocked(q *query.Bound) (*query.Plan, string) {
 type candidates struct {
 	plan  *query.Plan
 	slots []index.Slot // in id order; or, for an index walk, in ORDER BY order
+	// keys, for an index walk, holds the index key each slot was walked by
+	// (query.Key of its ORDER BY value when collected).
+	keys []string
 	exact bool         // the index alone decided the WHERE for these slots
 	// walked: slots are in ORDER BY order from the index, and rest holds
 	// the candidates without a scalar at the ORDER BY path (undefined,
@@ -144,7 +175,9 @@ const walkSlack = 16
 
 // collect plans q and returns the live slots it must read. With mayStop,
 // an index walk for ORDER BY may stop once it holds the window's worth.
-func (c *Container) collect(q *query.Bound, now int64, mayStop bool) (candidates, error) {
+// It checks ctx as it goes (per access node, every few thousand slots) and
+// returns ctx's error once ctx ends.
+func (c *Container) collect(ctx context.Context, q *query.Bound, now int64, mayStop bool) (candidates, error) {
 	c.advanceInSteps(now)
 	c.settleExpiries()
 	c.mu.RLock()
@@ -153,11 +186,17 @@ func (c *Container) collect(q *query.Bound, now int64, mayStop bool) (candidates
 		return candidates{}, c.notFound()
 	}
 	plan, _ := c.planLocked(q)
+	if err := ctx.Err(); err != nil {
+		return candidates{}, err
+	}
 	var bm *roaring.Bitmap
 	if plan.Access == nil {
 		bm = c.idx.LiveBitmap()
 	} else {
-		bm = c.evalAccess(plan.Access)
+		var err error
+		if bm, err = c.evalAccess(ctx, plan.Access); err != nil {
+			return candidates{}, err
+		}
 		c.idx.DropExpired(bm) // one AndNot of the expired set
 	}
 	// Only a consistent index is exact: a lazy one may still hold an
@@ -173,7 +212,7 @@ func (c *Container) collect(q *query.Bound, now int64, mayStop bool) (candidates
 				out.count++
 			}
 		}
-		return out, nil
+		return out, ctx.Err()
 	}
 	if o := plan.Order; o != nil && o.Indexed && c.ix.cfg.Load().mode == IndexingConsistent && !q.IsCount() {
 		out.walked = true
@@ -182,58 +221,91 @@ func (c *Container) collect(q *query.Bound, now int64, mayStop bool) (candidates
 		// vanish before they are read are made up for by reading on.
 		need := int64(-1)
 		if skip, limit := q.Window(); mayStop && limit >= 0 && (plan.Access == nil || plan.Exact) {
-			need = skip + limit + walkSlack
+			need = satAdd(satAdd(skip, limit), walkSlack)
 		}
-		c.idx.TermWalk(o.Path, o.Desc, func(_ string, slots *roaring.Bitmap) bool {
-			out.slots = c.liveSlotsLocked(roaring.And(slots, bm), now, out.slots)
+		var err error
+		c.idx.TermWalk(o.Path, o.Desc, func(key string, slots *roaring.Bitmap) bool {
+			n := len(out.slots)
+			if out.slots, err = c.liveSlotsLocked(ctx, roaring.And(slots, bm), now, out.slots); err != nil {
+				return false
+			}
+			for range len(out.slots) - n {
+				out.keys = append(out.keys, key)
+			}
 			return need < 0 || int64(len(out.slots)) < need
 		})
-		out.rest = c.liveSlotsLocked(c.idx.SlotsWithoutTerm(bm, o.Path), now, nil)
+		if err != nil {
+			return candidates{}, err
+		}
+		if out.rest, err = c.liveSlotsLocked(ctx, c.idx.SlotsWithoutTerm(bm, o.Path), now, nil); err != nil {
+			return candidates{}, err
+		}
 		out.partial = need >= 0
 		return out, nil
 	}
-	out.slots = c.liveSlotsLocked(bm, now, make([]index.Slot, 0, bm.GetCardinality()))
-	return out, nil
+	var err error
+	out.slots, err = c.liveSlotsLocked(ctx, bm, now, make([]index.Slot, 0, bm.GetCardinality()))
+	return out, err
 }
 
+// satAdd is a + b for a, b >= 0, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// ctxCheckEvery is how many slots pass between checks of the context.
+const ctxCheckEvery = 4096
+
 // liveSlotsLocked appends the slots of bm live at now to dst, in id order
-// among themselves; c.mu is held.
-func (c *Container) liveSlotsLocked(bm *roaring.Bitmap, now int64, dst []index.Slot) []index.Slot {
+// among themselves, or returns ctx's error once ctx ends; c.mu is held.
+func (c *Container) liveSlotsLocked(ctx context.Context, bm *roaring.Bitmap, now int64, dst []index.Slot) ([]index.Slot, error) {
 	start := len(dst)
 	it := bm.Iterator()
-	for it.HasNext() {
+	for i := 0; it.HasNext(); i++ {
+		if i%ctxCheckEvery == ctxCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return dst, err
+			}
+		}
 		if s, ok := c.idx.SlotAt(it.Next(), now); ok { // the inline expiry check
 			dst = append(dst, s)
 		}
 	}
 	slices.SortFunc(dst[start:], func(a, b index.Slot) int { return cmp.Compare(a.ID, b.ID) })
-	return dst
+	return dst, nil
 }
 
-// evalAccess computes the slots an access path names; c.mu is held.
-func (c *Container) evalAccess(a *query.Access) *roaring.Bitmap {
+// evalAccess computes the slots an access path names, or returns ctx's
+// error once ctx ends; c.mu is held.
+func (c *Container) evalAccess(ctx context.Context, a *query.Access) (*roaring.Bitmap, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	switch a.Kind {
 	case query.Eq:
 		if a.Path == idPath {
-			return c.idSlots(a.Keys)
+			return c.idSlots(a.Keys), nil
 		}
-		return c.idx.TermEq(a.Path, a.Keys...)
+		return c.idx.TermEq(a.Path, a.Keys...), nil
 	case query.Range:
-		return c.idx.TermRange(a.Path, index.KeyBound(a.Lo), index.KeyBound(a.Hi))
+		return c.idx.TermRange(a.Path, index.KeyBound(a.Lo), index.KeyBound(a.Hi)), nil
 	case query.Prefix:
-		return c.idx.TermPrefix(a.Path, a.Keys[0])
-	case query.And:
+		return c.idx.TermPrefix(a.Path, a.Keys[0]), nil
+	case query.And, query.Or:
 		bms := make([]*roaring.Bitmap, len(a.Children))
 		for i, ch := range a.Children {
-			bms[i] = c.evalAccess(ch)
+			var err error
+			if bms[i], err = c.evalAccess(ctx, ch); err != nil {
+				return nil, err
+			}
 		}
-		return roaring.FastAnd(bms...)
-	case query.Or:
-		bms := make([]*roaring.Bitmap, len(a.Children))
-		for i, ch := range a.Children {
-			bms[i] = c.evalAccess(ch)
+		if a.Kind == query.And {
+			return roaring.FastAnd(bms...), nil
 		}
-		return roaring.FastOr(bms...)
+		return roaring.FastOr(bms...), nil
 	}
-	return c.idx.LiveBitmap()
+	return c.idx.LiveBitmap(), nil
 }

@@ -20,7 +20,7 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 		yield(Item{}, err)
 		return
 	}
-	cands, err := c.collect(q, c.db.clock.now(), true)
+	cands, err := c.collect(ctx, q, c.db.clock.now(), true)
 	if err != nil {
 		yield(Item{}, err)
 		return
@@ -31,9 +31,9 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 	case cands.walked:
 		w := newWindow(q)
 		if c.runWalk(ctx, q, cands, w, yield) {
-			// The stopped walk ran dry (items vanished before they were
-			// read): walk again in full, past what was already taken.
-			if cands, err = c.collect(q, c.db.clock.now(), false); err != nil {
+			// The stopped walk ran dry (items vanished or moved before
+			// they were read): walk again in full, past what was taken.
+			if cands, err = c.collect(ctx, q, c.db.clock.now(), false); err != nil {
 				yield(Item{}, err)
 				return
 			}
@@ -59,6 +59,10 @@ type doc struct {
 	raw bool // not decoded: a SELECT * the index alone decided (val unset)
 	// expires is the item's expiry instant when it was read (policy.Never: none).
 	expires int64
+	// changed: the item was written after the candidates were collected,
+	// so index order no longer tells where it sorts (val is its current
+	// value).
+	changed bool
 }
 
 // fetchMatch reads slot s's item as of now and evaluates the WHERE on it.
@@ -76,7 +80,8 @@ func (c *Container) fetchMatch(q *query.Bound, s *index.Slot, d *doc, trusted bo
 		}
 		return false, err
 	}
-	if d.raw = trusted && d.rec.Seq == s.Seq; d.raw {
+	d.changed = d.rec.Seq != s.Seq
+	if d.raw = trusted && !d.changed; d.raw {
 		return true, nil
 	}
 	etag := etagOf(d.rec.Seq)
@@ -99,6 +104,14 @@ func (cands *candidates) trusted(q *query.Bound) bool {
 type window struct {
 	skip, limit int64 // what is left to skip and to take; limit < 0: no limit
 	taken       int64 // results skipped or yielded so far
+	// For an ordered walk (offerOrdered): the place of the last result
+	// taken, so that nothing is taken out of order, and, when a walk may
+	// run again (remember), the ids taken, so that nothing is taken twice.
+	hasLast bool
+	lastKey query.Value
+	lastID  string
+	desc    bool
+	seen    map[string]bool
 }
 
 func newWindow(q *query.Bound) *window {
@@ -106,10 +119,33 @@ func newWindow(q *query.Bound) *window {
 	return &window{skip: skip, limit: limit}
 }
 
-// rest is the window for running the same query again from the start:
-// it passes over the results already taken, then goes on where w stopped.
+// rest is the window for walking the same query again from the start: it
+// keeps what is left to skip and take, and passes over every result at or
+// before the last place taken and every item already taken.
 func (w *window) rest() *window {
-	return &window{skip: w.taken + w.skip, limit: w.limit}
+	r := *w
+	return &r
+}
+
+// offerOrdered is offer for results of an ordered walk, given d's ORDER BY
+// value: a result that sorts at or before the last one taken (an item that
+// moved behind the walk while it ran), or an item already taken, is passed
+// over, so what is yielded stays in order and holds no item twice.
+func (w *window) offerOrdered(q *query.Bound, key query.Value, d *doc, yield func(Item, error) bool) bool {
+	if w.limit == 0 {
+		return false
+	}
+	if w.hasLast && query.CompareOrder(key, d.rec.ID, w.lastKey, w.lastID, w.desc) <= 0 {
+		return true
+	}
+	if w.seen != nil {
+		if w.seen[d.rec.ID] {
+			return true
+		}
+		w.seen[d.rec.ID] = true
+	}
+	w.hasLast, w.lastKey, w.lastID = true, key, d.rec.ID
+	return w.offer(q, d, yield)
 }
 
 // full reports whether the window has all it will take.
@@ -150,7 +186,7 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 // matches reads slots one by one and calls fn with each item that is live
 // and matches as it is read, until fn returns false. It returns the error
 // that ended the reading (the context's, or a failed read), or nil.
-func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.Slot, trusted bool, fn func(d *doc) bool) error {
+func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.Slot, trusted bool, fn func(i int, d *doc) bool) error {
 	for i := range slots {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -160,7 +196,7 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.S
 		if err != nil {
 			return err
 		}
-		if ok && !fn(&d) {
+		if ok && !fn(i, &d) {
 			return nil
 		}
 	}
@@ -170,7 +206,7 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.S
 // runScan yields the matching items in id order, reading them one by one.
 func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	w := newWindow(q)
-	if err := c.matches(ctx, q, cands.slots, cands.trusted(q), func(d *doc) bool { return w.offer(q, d, yield) }); err != nil {
+	if err := c.matches(ctx, q, cands.slots, cands.trusted(q), func(_ int, d *doc) bool { return w.offer(q, d, yield) }); err != nil {
 		yield(Item{}, err)
 	}
 }
@@ -180,7 +216,7 @@ func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidate
 func (c *Container) runCount(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	n := cands.count
 	if !cands.counted {
-		err := c.matches(ctx, q, cands.slots, false, func(d *doc) bool {
+		err := c.matches(ctx, q, cands.slots, false, func(_ int, d *doc) bool {
 			if q.CountItem(d.val) {
 				n++
 			}
@@ -211,7 +247,7 @@ func sortKeyed(ds []keyedDoc, desc bool) {
 // candidate and sorts them. (runWalk avoids that when an index can.)
 func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	var all []keyedDoc
-	err := c.matches(ctx, q, cands.slots, false, func(d *doc) bool {
+	err := c.matches(ctx, q, cands.slots, false, func(_ int, d *doc) bool {
 		all = append(all, keyedDoc{q.OrderKey(d.val), d})
 		return true
 	})
@@ -223,6 +259,10 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 	sortKeyed(all, desc)
 	w := newWindow(q)
 	for i := range all {
+		if err := ctx.Err(); err != nil {
+			yield(Item{}, err)
+			return
+		}
 		if !w.offer(q, all[i].d, yield) {
 			return
 		}
@@ -230,38 +270,66 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 }
 
 // runWalk yields matching items in the order an index walk gave, reading
-// documents only as far as the window needs. The candidates with no scalar
-// at the ORDER BY path are read first: undefined ones sort before every
-// value, arrays and objects after. It reports whether a stopped walk ran
+// documents only as far as the window needs. It merges, by ORDER BY value,
+// the walked slots in index order with the pending documents (see
+// pendingDocs): the candidates with no scalar at the ORDER BY path
+// (undefined ones sort before every value, arrays and objects after), and
+// walked items written after the walk, whose index place is stale. A
+// pending document is read again just before it goes out, so what is
+// yielded is the item as it is then. It reports whether a stopped walk ran
 // dry before the window was full: then the caller walks again in full.
 func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidates, w *window, yield func(Item, error) bool) (again bool) {
 	_, desc, _ := q.OrderBy()
-	var undef, complexVals []keyedDoc
-	err := c.matches(ctx, q, cands.rest, false, func(d *doc) bool {
-		if k := q.OrderKey(d.val); k.Kind() == query.Undefined {
-			undef = append(undef, keyedDoc{k, d})
-		} else {
-			complexVals = append(complexVals, keyedDoc{k, d})
-		}
+	w.desc = desc
+	if cands.partial && w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	pend := &pendingDocs{desc: desc}
+	err := c.matches(ctx, q, cands.rest, false, func(_ int, d *doc) bool {
+		pend.push(keyedDoc{q.OrderKey(d.val), d})
 		return true
 	})
 	if err != nil {
 		yield(Item{}, err)
 		return false
 	}
-	sortKeyed(complexVals, desc)
-	first, last := undef, complexVals
-	if desc {
-		first, last = complexVals, undef
-	}
-	for i := range first {
-		if !w.offer(q, first[i].d, yield) {
-			return false
+	// drain offers the pending documents that sort before (key, id), or
+	// all of them; it reports whether to go on.
+	drain := func(key query.Value, id string, all bool) (bool, error) {
+		for pend.Len() > 0 && (all || pend.before(key, id)) {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			p := pend.pop()
+			var d doc
+			ok, err := c.fetchMatch(q, &index.Slot{ID: p.d.rec.ID, Seq: p.d.rec.Seq}, &d, true)
+			switch {
+			case err != nil:
+				return false, err
+			case !ok:
+				continue // gone, expired or no longer matching
+			case d.changed: // written again: place it anew
+				pend.push(keyedDoc{q.OrderKey(d.val), &d})
+				continue
+			}
+			if !w.offerOrdered(q, p.key, p.d, yield) {
+				return false, nil
+			}
 		}
+		return true, nil
 	}
 	stopped := false
-	err = c.matches(ctx, q, cands.slots, cands.trusted(q), func(d *doc) bool {
-		stopped = !w.offer(q, d, yield)
+	err = c.matches(ctx, q, cands.slots, cands.trusted(q), func(i int, d *doc) bool {
+		if d.changed {
+			pend.push(keyedDoc{q.OrderKey(d.val), d})
+			return true
+		}
+		key, _ := query.KeyValue(cands.keys[i])
+		goOn, err := drain(key, d.rec.ID, false)
+		if err != nil {
+			yield(Item{}, err)
+		}
+		stopped = !goOn || !w.offerOrdered(q, key, d, yield)
 		return !stopped
 	})
 	if err != nil {
@@ -274,10 +342,8 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 	if cands.partial && !w.full() {
 		return true
 	}
-	for i := range last {
-		if !w.offer(q, last[i].d, yield) {
-			return false
-		}
+	if _, err := drain(query.Value{}, "", true); err != nil {
+		yield(Item{}, err)
 	}
 	return false
 }

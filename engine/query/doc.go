@@ -9,7 +9,7 @@
 // # Language
 //
 //	SELECT [TOP n] * | VALUE expr | expr [AS name], ...
-//	FROM alias
+//	FROM [container [AS]] alias
 //	[WHERE expr]
 //	[ORDER BY alias.path [ASC|DESC]]
 //	[OFFSET n LIMIT m]
@@ -26,8 +26,11 @@
 // [, partial]), ARRAY_LENGTH, LENGTH, LOWER, UPPER. Not supported: JOIN,
 // subqueries, GROUP BY, DISTINCT, arithmetic, aggregates other than COUNT,
 // ORDER BY on more than one path, and the undefined literal. TOP, OFFSET and
-// LIMIT take integers >= 0 or parameters. COUNT cannot be combined with
-// ORDER BY, OFFSET/LIMIT or TOP.
+// LIMIT take integers from 0 to math.MaxInt64 or parameters. COUNT cannot
+// be combined with ORDER BY, OFFSET/LIMIT or TOP. In FROM root r or FROM
+// c AS x the container name is ignored and the alias (r, x) is what paths
+// start with. Query text is held to MaxLength, MaxDepth, MaxTerms and
+// MaxParams (errors matching ErrLimit).
 //
 // # Errors
 //

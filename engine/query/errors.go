@@ -20,6 +20,10 @@ var (
 	// check against ErrInvalidQuery catches every error about a query's text.
 	// The concrete error is a *SyntaxError.
 	ErrSyntax = fmt.Errorf("%w: syntax error", ErrInvalidQuery)
+	// ErrLimit: the query text is over one of the limits in MaxLength,
+	// MaxDepth, MaxTerms or MaxParams; the error names which. It is a kind
+	// of ErrInvalidQuery.
+	ErrLimit = fmt.Errorf("%w: over a limit", ErrInvalidQuery)
 	// ErrInvalidPath: an indexing-policy path that is malformed (see
 	// PathPolicy.Compile).
 	ErrInvalidPath = errors.New("query: invalid index path")

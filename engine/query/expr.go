@@ -65,8 +65,10 @@ type cmpExpr struct {
 	l, r expr
 }
 
-type andExpr struct{ l, r expr }
-type orExpr struct{ l, r expr }
+// andExpr and orExpr hold a whole chain (a AND b AND c) as one node, so a
+// long chain costs neither recursion depth nor repeated copying.
+type andExpr struct{ xs []expr }
+type orExpr struct{ xs []expr }
 type notExpr struct{ x expr }
 
 // inExpr is x IN (list...): true if x equals a member (NOT IN is a notExpr
@@ -150,33 +152,29 @@ func compareOp(op cmpOp, a, b Value) Value {
 }
 
 // Three-valued logic: false AND x = false, true OR x = true, anything else
-// that is not a boolean makes the result undefined.
-func (e *andExpr) eval(doc Value) Value {
-	l := e.l.eval(doc)
-	if l.kind == Bool && l.num == 0 {
-		return l
-	}
-	r := e.r.eval(doc)
-	if r.kind == Bool && r.num == 0 {
-		return r
-	}
-	if l.kind == Bool && r.kind == Bool {
-		return r // both true
-	}
-	return Value{}
-}
+// that is not a boolean makes the result undefined. Over a chain: AND is
+// false if any operand is false, else true if all are true, else
+// undefined; OR likewise with true. Operands are evaluated left to right
+// and stop at the first deciding one.
+func (e *andExpr) eval(doc Value) Value { return chainEval(e.xs, doc, 0) }
 
-func (e *orExpr) eval(doc Value) Value {
-	l := e.l.eval(doc)
-	if l.kind == Bool && l.num != 0 {
-		return l
+func (e *orExpr) eval(doc Value) Value { return chainEval(e.xs, doc, 1) }
+
+// chainEval evaluates an AND (decider false, 0) or OR (decider true, 1)
+// chain.
+func chainEval(xs []expr, doc Value, decider float64) Value {
+	allBool := true
+	for _, x := range xs {
+		v := x.eval(doc)
+		if v.kind == Bool && v.num == decider {
+			return v
+		}
+		if v.kind != Bool {
+			allBool = false
+		}
 	}
-	r := e.r.eval(doc)
-	if r.kind == Bool && r.num != 0 {
-		return r
-	}
-	if l.kind == Bool && r.kind == Bool {
-		return r // both false
+	if allBool {
+		return BoolValue(decider == 0)
 	}
 	return Value{}
 }
@@ -258,9 +256,9 @@ func rewrite(e expr, f func(expr) (expr, error)) (expr, error) {
 	case *cmpExpr:
 		e = &cmpExpr{op: x.op, l: sub(x.l), r: sub(x.r)}
 	case *andExpr:
-		e = &andExpr{l: sub(x.l), r: sub(x.r)}
+		e = &andExpr{xs: subs(x.xs)}
 	case *orExpr:
-		e = &orExpr{l: sub(x.l), r: sub(x.r)}
+		e = &orExpr{xs: subs(x.xs)}
 	case *notExpr:
 		e = &notExpr{x: sub(x.x)}
 	case *inExpr:
@@ -291,11 +289,13 @@ func visit(e expr, f func(expr)) {
 		visit(x.l, f)
 		visit(x.r, f)
 	case *andExpr:
-		visit(x.l, f)
-		visit(x.r, f)
+		for _, a := range x.xs {
+			visit(a, f)
+		}
 	case *orExpr:
-		visit(x.l, f)
-		visit(x.r, f)
+		for _, a := range x.xs {
+			visit(a, f)
+		}
 	case *notExpr:
 		visit(x.x, f)
 	case *inExpr:

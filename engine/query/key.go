@@ -60,6 +60,10 @@ func numberBits(f float64) uint64 {
 	return u | 1<<63
 }
 
+// KeyValue decodes a key made by Key: the scalar it stands for. ok is
+// false for bytes Key does not make.
+func KeyValue(k string) (v Value, ok bool) { return keyValue(k) }
+
 // keyValue decodes a key made by Key (for plan explanations).
 func keyValue(k string) (Value, bool) {
 	if k == "" {

@@ -20,7 +20,15 @@ var reserved = map[string]bool{
 // package documentation. A grammar error is a *SyntaxError (ErrSyntax); a
 // well-formed query that cannot be run is an error matching
 // ErrInvalidQuery.
+//
+// Query text is held to the limits in limits.go (MaxLength, MaxDepth,
+// MaxTerms, MaxParams); a query over one fails with an error matching
+// ErrLimit (and so ErrInvalidQuery) that names the limit, and costs no more
+// than reading that far.
 func Parse(sql string) (*Query, error) {
+	if len(sql) > MaxLength {
+		return nil, limitErr("the query text is %d bytes; MaxLength allows %d", len(sql), MaxLength)
+	}
 	p := &parser{src: sql, lx: lexer{src: sql}}
 	p.advance()
 	q := p.query()
@@ -41,6 +49,33 @@ type parser struct {
 	err error
 	// unnamed counts select items without a natural name ($1, $2, ...).
 	unnamed int
+	// depth is how deeply expressions nest where the parser is; terms
+	// counts the operands read so far (see MaxDepth, MaxTerms).
+	depth int
+	terms int
+}
+
+// enter notes one more level of nesting; it reports false (and records an
+// ErrLimit) past MaxDepth. Each enter that returns true is paired with leave.
+func (p *parser) enter() bool {
+	if p.depth >= MaxDepth {
+		if p.err == nil {
+			p.err = limitAt(p.src, p.tok.pos, "expressions nest deeper than MaxDepth (%d)", MaxDepth)
+		}
+		return false
+	}
+	p.depth++
+	return true
+}
+
+func (p *parser) leave() { p.depth-- }
+
+// term counts one operand (a literal, parameter or path) against MaxTerms.
+func (p *parser) term() {
+	p.terms++
+	if p.terms > MaxTerms && p.err == nil {
+		p.err = limitAt(p.src, p.tok.pos, "the query has more than MaxTerms (%d) operands", MaxTerms)
+	}
 }
 
 func (p *parser) advance() {
@@ -104,11 +139,7 @@ func (p *parser) query() *Query {
 	}
 	p.selectList(&q.sel)
 	p.expectKeyword("FROM")
-	if p.tok.kind != tIdent || reserved[strings.ToUpper(p.tok.text)] {
-		p.failf("expected the FROM alias (an identifier such as c)")
-	}
-	q.alias = p.tok.text
-	p.advance()
+	q.alias = p.fromAlias()
 	if p.isKeyword("JOIN") || p.isKeyword("IN") {
 		p.failf("%s is not supported", strings.ToUpper(p.tok.text))
 	}
@@ -152,6 +183,31 @@ func (p *parser) query() *Query {
 	return q
 }
 
+// fromAlias parses what follows FROM: a container name, optionally
+// followed by [AS] alias, as Cosmos DB accepts (FROM c, FROM root r, FROM
+// c AS x). The container name itself means nothing here (a container
+// queries itself); the alias, or else the name, is what paths start with.
+func (p *parser) fromAlias() string {
+	ident := func(what string) string {
+		if p.tok.kind != tIdent || reserved[strings.ToUpper(p.tok.text)] {
+			p.failf("expected %s", what)
+			return ""
+		}
+		t := p.tok.text
+		p.advance()
+		return t
+	}
+	alias := ident("the FROM alias (an identifier such as c, or a container name and an alias)")
+	switch {
+	case p.isKeyword("AS"):
+		p.advance()
+		alias = ident("the alias after AS (an identifier such as c)")
+	case p.tok.kind == tIdent && !reserved[strings.ToUpper(p.tok.text)]:
+		alias = ident("the alias")
+	}
+	return alias
+}
+
 // numArg parses the argument of TOP/OFFSET/LIMIT.
 func (p *parser) numArg(what string) *numArg {
 	a := &numArg{what: what, pos: p.tok.pos}
@@ -159,7 +215,13 @@ func (p *parser) numArg(what string) *numArg {
 	case tParam:
 		a.param = p.tok.text
 	case tNumber:
-		n, ok := wholeNumber(NumberValue(p.tok.num))
+		// An integer literal is read exactly (a float64 cannot hold
+		// 9223372036854775807); anything else goes by its value.
+		n, err := strconv.ParseInt(p.tok.raw, 10, 64)
+		ok := err == nil
+		if !ok && strings.Trim(p.tok.raw, "0123456789") != "" {
+			n, ok = wholeNumber(NumberValue(p.tok.num))
+		}
 		if !ok {
 			p.invalidf(p.tok.pos, "%s needs an integer from 0 to %d, not %s", what, int64(math.MaxInt64), p.tok.raw)
 		}
@@ -171,10 +233,16 @@ func (p *parser) numArg(what string) *numArg {
 	return a
 }
 
-// wholeNumber converts a number that is an integer >= 0 that fits an int64.
+// wholeNumber converts a number that is an integer from 0 to
+// math.MaxInt64. 2^63 is the float64 that math.MaxInt64 rounds to (a
+// parameter given as int64(math.MaxInt64) arrives as it), so it stands for
+// math.MaxInt64; larger numbers are refused.
 func wholeNumber(v Value) (int64, bool) {
-	if v.kind != Number || v.num < 0 || v.num != math.Trunc(v.num) || v.num >= 1<<63 {
+	if v.kind != Number || v.num < 0 || v.num != math.Trunc(v.num) || v.num > 1<<63 {
 		return 0, false
+	}
+	if v.num == 1<<63 {
+		return math.MaxInt64, true
 	}
 	return int64(v.num), true
 }
@@ -247,26 +315,45 @@ func (p *parser) itemKey(e expr) string {
 //	not     = NOT not | compare
 //	compare = unary [ op unary | [NOT] IN ( expr, ... ) | [NOT] BETWEEN unary AND unary ]
 //	unary   = - number | primary
+//
+// A chain of ANDs (or ORs) becomes one node with a list of operands. expr
+// and NOT are where nesting deepens, so they count it against MaxDepth.
 func (p *parser) expr() expr {
+	if !p.enter() {
+		return &constExpr{}
+	}
+	defer p.leave()
 	l := p.and()
+	if p.err != nil || !p.isKeyword("OR") {
+		return l
+	}
+	xs := []expr{l}
 	for p.err == nil && p.isKeyword("OR") {
 		p.advance()
-		l = &orExpr{l: l, r: p.and()}
+		xs = append(xs, p.and())
 	}
-	return l
+	return &orExpr{xs: xs}
 }
 
 func (p *parser) and() expr {
 	l := p.not()
+	if p.err != nil || !p.isKeyword("AND") {
+		return l
+	}
+	xs := []expr{l}
 	for p.err == nil && p.isKeyword("AND") {
 		p.advance()
-		l = &andExpr{l: l, r: p.not()}
+		xs = append(xs, p.not())
 	}
-	return l
+	return &andExpr{xs: xs}
 }
 
 func (p *parser) not() expr {
 	if p.isKeyword("NOT") {
+		if !p.enter() {
+			return &constExpr{}
+		}
+		defer p.leave()
 		p.advance()
 		return &notExpr{x: p.not()}
 	}
@@ -315,7 +402,7 @@ func (p *parser) compare() expr {
 		lo := p.unary()
 		p.expectKeyword("AND")
 		hi := p.unary()
-		e = &andExpr{l: &cmpExpr{op: opGe, l: l, r: lo}, r: &cmpExpr{op: opLe, l: l, r: hi}}
+		e = &andExpr{xs: []expr{&cmpExpr{op: opGe, l: l, r: lo}, &cmpExpr{op: opLe, l: l, r: hi}}}
 	default:
 		return l
 	}
@@ -333,6 +420,7 @@ func (p *parser) unary() expr {
 			return &constExpr{}
 		}
 		v := NumberValue(-p.tok.num)
+		p.term()
 		p.advance()
 		return &constExpr{v: v}
 	}
@@ -343,12 +431,15 @@ func (p *parser) primary() expr {
 	t := p.tok
 	switch t.kind {
 	case tNumber:
+		p.term()
 		p.advance()
 		return &constExpr{v: NumberValue(t.num)}
 	case tString:
+		p.term()
 		p.advance()
 		return &constExpr{v: StringValue(t.text)}
 	case tParam:
+		p.term()
 		p.advance()
 		return &paramExpr{name: t.text, pos: t.pos}
 	case tPunct:
@@ -364,6 +455,7 @@ func (p *parser) primary() expr {
 			return p.objectLit()
 		}
 	case tIdent:
+		p.term()
 		switch strings.ToUpper(t.text) {
 		case "TRUE":
 			p.advance()

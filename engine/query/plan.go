@@ -99,24 +99,32 @@ type planner struct {
 func (pl planner) plan(e expr) (*Access, bool) {
 	switch x := e.(type) {
 	case *andExpr:
-		la, le := pl.plan(x.l)
-		ra, re := pl.plan(x.r)
-		switch {
-		case la == nil && ra == nil:
-			return nil, false
-		case la == nil:
-			return ra, false
-		case ra == nil:
-			return la, false
+		// The indexable operands are intersected; the rest is re-checked.
+		var kids []*Access
+		exact := true
+		for _, x := range x.xs {
+			a, e := pl.plan(x)
+			if a == nil {
+				exact = false
+				continue
+			}
+			kids = append(kids, a)
+			exact = exact && e
 		}
-		return combine(And, la, ra), le && re
+		return combine(And, kids), exact
 	case *orExpr:
-		la, le := pl.plan(x.l)
-		ra, re := pl.plan(x.r)
-		if la == nil || ra == nil {
-			return nil, false
+		// Every operand must be indexable, or the OR needs a scan.
+		kids := make([]*Access, 0, len(x.xs))
+		exact := true
+		for _, x := range x.xs {
+			a, e := pl.plan(x)
+			if a == nil {
+				return nil, false
+			}
+			kids = append(kids, a)
+			exact = exact && e
 		}
-		return combine(Or, la, ra), le && re
+		return combine(Or, kids), exact
 	case *cmpExpr:
 		return pl.compare(x)
 	case *inExpr:
@@ -153,10 +161,17 @@ func (pl planner) plan(e expr) (*Access, bool) {
 	return nil, false
 }
 
-// combine builds an And/Or node, flattening children of the same kind.
-func combine(kind AccessKind, l, r *Access) *Access {
+// combine builds an And/Or node of kids, flattening children of the same
+// kind, in time linear in the children; nil for none, the child for one.
+func combine(kind AccessKind, kids []*Access) *Access {
+	switch len(kids) {
+	case 0:
+		return nil
+	case 1:
+		return kids[0]
+	}
 	a := &Access{Kind: kind}
-	for _, c := range []*Access{l, r} {
+	for _, c := range kids {
 		if c.Kind == kind {
 			a.Children = append(a.Children, c.Children...)
 		} else {

@@ -116,6 +116,9 @@ func (q *Query) check() error {
 			fail(q.sel.count.pos, "COUNT cannot be combined with TOP")
 		}
 	}
+	if len(params) > MaxParams && err == nil {
+		err = limitErr("the query uses %d parameters; MaxParams allows %d", len(params), MaxParams)
+	}
 	q.params = slices.Sorted(func(yield func(string) bool) {
 		for k := range params {
 			if !yield(k) {
