@@ -54,6 +54,9 @@ type counters struct {
 }
 
 func newContainer(db *DB, num uint32, props ContainerProperties, h policy.History) *Container {
+	if n := len(h); n > 0 && h[n-1].At <= db.clock.highest() {
+		h = h.Prune() // a long history written before pruning existed
+	}
 	c := &Container{
 		db:      db,
 		num:     num,
@@ -103,7 +106,11 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		ttlChanged := !sameTTL(old.DefaultTTL, props.DefaultTTL)
 		if ttlChanged {
 			c.advanceLocked(now) // what expired under the old policy stays expired
-			c.history = c.history.With(now, props.DefaultTTL)
+			// Pruning keeps the history (and so every expiry check and
+			// the MANIFEST) a few entries long however many changes
+			// came before. It answers differently only about instants
+			// before now, and what expired by now is marked already.
+			c.history = c.history.With(now, props.DefaultTTL).Prune()
 		}
 		c.props = props
 		c.mu.Unlock()
