@@ -92,6 +92,7 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		return err
 	}
 	props = props.clone()
+	defer c.db.compactManifest()
 	return c.db.control(ctx, func(now int64) error {
 		c.mu.Lock()
 		if c.deleted {
@@ -116,7 +117,10 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		c.mu.Unlock()
 		// The manifest is written before the new policy takes effect, so a
 		// failed write changes nothing that anyone can see.
-		if err := c.db.saveManifest(); err != nil {
+		c.db.mu.RLock()
+		err := c.db.logEdit([]*Container{c}, nil)
+		c.db.mu.RUnlock()
+		if err != nil {
 			c.mu.Lock()
 			c.props, c.history = old, oldHistory
 			c.mu.Unlock()

@@ -42,6 +42,7 @@ type DB struct {
 	// Manifest state outside the containers, guarded by manMu, which also
 	// serializes manifest writes.
 	manMu          sync.Mutex
+	manLog         manifestLog // the MANIFEST's edit log (manifest_log.go)
 	nextFile       uint32
 	nextContainer  uint32
 	journalFrom    uint64
@@ -204,7 +205,7 @@ func (db *DB) CreateContainer(ctx context.Context, props ContainerProperties) (*
 		c = newContainer(db, num, props, policy.History{}.With(now, props.DefaultTTL))
 		db.containers[props.ID] = c
 		db.byNum[num] = c
-		if err := db.saveManifestLocked(); err != nil {
+		if err := db.logEdit([]*Container{c}, nil); err != nil {
 			delete(db.containers, props.ID)
 			delete(db.byNum, num)
 			return err
@@ -214,6 +215,7 @@ func (db *DB) CreateContainer(ctx context.Context, props ContainerProperties) (*
 	if err != nil {
 		return nil, err
 	}
+	db.compactManifest()
 	return c, nil
 }
 
@@ -246,6 +248,7 @@ func (db *DB) Containers() []string {
 // DeleteContainer deletes a container and all its items. Its files are
 // removed at once; handles to it answer ErrNotFound from then on.
 func (db *DB) DeleteContainer(ctx context.Context, id string) error {
+	defer db.compactManifest()
 	return db.control(ctx, func(now int64) error {
 		db.mu.Lock()
 		c, ok := db.containers[id]
@@ -255,7 +258,7 @@ func (db *DB) DeleteContainer(ctx context.Context, id string) error {
 		}
 		delete(db.containers, id)
 		delete(db.byNum, c.num)
-		err := db.saveManifestLocked()
+		err := db.logEdit(nil, []uint32{c.num})
 		if err != nil {
 			db.containers[id] = c
 			db.byNum[c.num] = c
@@ -300,6 +303,12 @@ func (db *DB) saveManifest() error {
 func (db *DB) saveManifestLocked() error {
 	db.manMu.Lock()
 	defer db.manMu.Unlock()
+	return db.rewriteManifestLocked()
+}
+
+// rewriteManifestLocked writes the whole manifest, a snapshot without
+// edits; db.mu and manMu are held.
+func (db *DB) rewriteManifestLocked() error {
 	m := &manifest{
 		NextFile:      db.nextFile,
 		NextContainer: db.nextContainer,
@@ -314,9 +323,17 @@ func (db *DB) saveManifestLocked() error {
 	for _, n := range nums {
 		m.Containers = append(m.Containers, db.byNum[n].meta())
 	}
-	if err := writeManifest(db.fs, db.dir, m); err != nil {
-		return err
+	b, err := encodeManifest(m)
+	if err != nil {
+		return fmt.Errorf("ebb: encode manifest: %w", err)
 	}
+	if err := writeFileAtomic(db.fs, db.dir, manifestName, b); err != nil {
+		// The rename may have happened without being durable: append
+		// nothing to this file until a rewrite succeeds.
+		db.manLog.rewrite = true
+		return fmt.Errorf("ebb: write manifest: %w", err)
+	}
+	db.manLog = manifestLog{size: int64(len(b)), snap: int64(len(b)), edits: db.manLog.edits, rewrites: db.manLog.rewrites + 1}
 	db.notePersistedClock(m.Clock)
 	return nil
 }

@@ -79,7 +79,7 @@ func BenchmarkPolicyHistory(b *testing.B) {
 // fastDir is a directory for benchmarks whose figures should not be the
 // disk's fsync latency: under /dev/shm (tmpfs, where fsync costs nothing)
 // when the machine has it, else b.TempDir.
-func fastDir(b *testing.B) string {
+func fastDir(b testing.TB) string {
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		if d, err := os.MkdirTemp("/dev/shm", "ebb-bench-"); err == nil {
 			b.Cleanup(func() { os.RemoveAll(d) })
