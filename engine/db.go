@@ -309,6 +309,25 @@ func (db *DB) saveManifestLocked() error {
 // rewriteManifestLocked writes the whole manifest, a snapshot without
 // edits; db.mu and manMu are held.
 func (db *DB) rewriteManifestLocked() error {
+	m := db.manifestLocked()
+	b, err := encodeManifest(m)
+	if err != nil {
+		return fmt.Errorf("ebb: encode manifest: %w", err)
+	}
+	if err := writeFileAtomic(db.fs, db.dir, manifestName, b); err != nil {
+		// The rename may have happened without being durable: append
+		// nothing to this file until a rewrite succeeds.
+		db.manLog.rewrite = true
+		return fmt.Errorf("ebb: write manifest: %w", err)
+	}
+	db.manLog.rewrote(int64(len(b)))
+	db.notePersistedClock(m.Clock)
+	return nil
+}
+
+// manifestLocked is the manifest of the current state; db.mu and manMu
+// are held.
+func (db *DB) manifestLocked() *manifest {
 	m := &manifest{
 		NextFile:      db.nextFile,
 		NextContainer: db.nextContainer,
@@ -323,19 +342,7 @@ func (db *DB) rewriteManifestLocked() error {
 	for _, n := range nums {
 		m.Containers = append(m.Containers, db.byNum[n].meta())
 	}
-	b, err := encodeManifest(m)
-	if err != nil {
-		return fmt.Errorf("ebb: encode manifest: %w", err)
-	}
-	if err := writeFileAtomic(db.fs, db.dir, manifestName, b); err != nil {
-		// The rename may have happened without being durable: append
-		// nothing to this file until a rewrite succeeds.
-		db.manLog.rewrite = true
-		return fmt.Errorf("ebb: write manifest: %w", err)
-	}
-	db.manLog = manifestLog{size: int64(len(b)), snap: int64(len(b)), edits: db.manLog.edits, rewrites: db.manLog.rewrites + 1}
-	db.notePersistedClock(m.Clock)
-	return nil
+	return m
 }
 
 func (db *DB) segmentPath(num uint32) string {

@@ -219,7 +219,18 @@ type manifestLog struct {
 	snap     int64 // the size of its snapshot part
 	rewrite  bool  // the file's tail is in doubt: rewrite before appending
 	edits    int64 // edits appended, for tests
-	rewrites int64 // full rewrites, for tests
+	rewrites int64 // snapshots written, full rewrites and compactions
+	// compacting is set while compactManifest writes a new snapshot off
+	// the lock; pending collects the edits appended meanwhile, which go
+	// into the new file after it.
+	compacting bool
+	pending    []byte
+}
+
+// rewrote records that the MANIFEST is now a snapshot of n bytes alone.
+func (l *manifestLog) rewrote(n int64) {
+	l.size, l.snap, l.rewrite, l.pending = n, n, false, nil
+	l.rewrites++
 }
 
 // logEdit makes a metadata change durable: the containers put (their whole
@@ -282,28 +293,103 @@ func (db *DB) logEdit(put []*Container, del []uint32) error {
 	}
 	db.manLog.size += int64(len(b))
 	db.manLog.edits++
+	if db.manLog.compacting {
+		db.manLog.pending = append(db.manLog.pending, b...)
+	}
 	db.notePersistedClock(e.Clock)
 	return nil
 }
 
-// manifestLogFull reports whether the edit log has outgrown the snapshot.
-func (db *DB) manifestLogFull() bool {
-	db.manMu.Lock()
-	defer db.manMu.Unlock()
-	l := db.manLog.size - db.manLog.snap
-	return l > manifestLogMin && l > manifestLogFactor*db.manLog.snap
-}
-
 // compactManifest rewrites the MANIFEST as one snapshot when its edit log
 // has outgrown it. It runs outside the commit loop, after the change that
-// filled the log was acknowledged, so writers never wait for it; a failure
-// is only logged (every edit is durable already, and the next seal or
-// change tries again).
+// filled the log was acknowledged, and writes the snapshot without holding
+// a lock, so neither writers nor other metadata changes wait for it: they
+// wait at most for the final step, which adds the edits appended meanwhile
+// (usually none), fsyncs and renames. A failure is only logged: every edit
+// is durable already, and the next change tries again.
 func (db *DB) compactManifest() {
-	if !db.manifestLogFull() {
+	db.mu.RLock()
+	db.manMu.Lock()
+	l := &db.manLog
+	logBytes := l.size - l.snap
+	if l.compacting || l.rewrite || l.size == 0 || logBytes <= manifestLogMin || logBytes <= manifestLogFactor*l.snap {
+		db.manMu.Unlock()
+		db.mu.RUnlock()
 		return
 	}
-	if err := db.saveManifest(); err != nil {
+	m := db.manifestLocked()
+	gen := l.rewrites
+	l.compacting, l.pending = true, nil
+	db.manMu.Unlock()
+	db.mu.RUnlock()
+	if err := db.writeCompacted(m, gen); err != nil {
 		db.log.Warn("ebb: rewriting the MANIFEST failed; its edit log is kept", "err", err)
 	}
+}
+
+// writeCompacted writes m, taken when the log had seen gen snapshots, as
+// the new MANIFEST, followed by the edits appended since.
+func (db *DB) writeCompacted(m *manifest, gen int64) (err error) {
+	tmp := filepath.Join(db.dir, manifestName+".compact")
+	defer func() {
+		if err != nil {
+			db.fs.Remove(tmp)
+		}
+	}()
+	b, err := encodeManifest(m)
+	if err != nil {
+		return err
+	}
+	f, err := db.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	if _, err = f.Write(b); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	db.manMu.Lock()
+	defer db.manMu.Unlock()
+	l := &db.manLog
+	defer func() { l.compacting, l.pending = false, nil }()
+	if l.rewrites != gen || l.rewrite {
+		// A full rewrite came first (or the file's tail is in doubt and
+		// the next change rewrites it): this snapshot is out of date.
+		f.Close()
+		f = nil
+		db.fs.Remove(tmp)
+		return nil
+	}
+	if len(l.pending) > 0 {
+		if _, err = f.Write(l.pending); err != nil {
+			return err
+		}
+		if err = f.Sync(); err != nil {
+			return err
+		}
+	}
+	err = f.Close()
+	f = nil
+	if err != nil {
+		return err
+	}
+	if err = db.fs.Rename(tmp, filepath.Join(db.dir, manifestName)); err != nil {
+		return err
+	}
+	if err := db.fs.SyncDir(db.dir); err != nil {
+		l.rewrite = true // the new file may not be durable: append nothing to it
+		return fmt.Errorf("fsync directory %s: %w", db.dir, err)
+	}
+	pending := int64(len(l.pending))
+	l.rewrote(int64(len(b)))
+	l.size += pending
+	db.notePersistedClock(m.Clock)
+	return nil
 }
