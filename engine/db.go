@@ -146,6 +146,8 @@ func (db *DB) Close() error {
 	}
 	errs = append(errs, db.jnl.Close())
 	db.closeFiles()
+	db.manMu.Lock() // a MANIFEST compaction's last step is done or gives up
+	db.manMu.Unlock()
 	errs = append(errs, db.lock.release())
 	return errors.Join(errs...)
 }

@@ -308,6 +308,9 @@ func (db *DB) logEdit(put []*Container, del []uint32) error {
 // (usually none), fsyncs and renames. A failure is only logged: every edit
 // is durable already, and the next change tries again.
 func (db *DB) compactManifest() {
+	if db.closed.Load() {
+		return
+	}
 	db.mu.RLock()
 	db.manMu.Lock()
 	l := &db.manLog
@@ -359,9 +362,10 @@ func (db *DB) writeCompacted(m *manifest, gen int64) (err error) {
 	defer db.manMu.Unlock()
 	l := &db.manLog
 	defer func() { l.compacting, l.pending = false, nil }()
-	if l.rewrites != gen || l.rewrite {
+	if l.rewrites != gen || l.rewrite || db.closed.Load() {
 		// A full rewrite came first (or the file's tail is in doubt and
-		// the next change rewrites it): this snapshot is out of date.
+		// the next change rewrites it, or the DB is closing): this
+		// snapshot is out of date.
 		f.Close()
 		f = nil
 		db.fs.Remove(tmp)
