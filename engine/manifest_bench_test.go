@@ -14,7 +14,13 @@ import (
 // the machine has one, so the figure is the engine's work, not fsync
 // latency. Run it with
 //
-//	go test ./engine -run '^$' -bench CreateContainer -benchtime 500x
+//	go test ./engine -run '^$' -bench CreateContainer -benchtime 300x
+//
+// Rewriting the whole MANIFEST in the commit loop, it took 1.0, 6.4 and
+// 99.6 ms per create at 100, 1,000 and 10,000 containers; appending an
+// edit, 0.03-0.06, 0.06 and 0.15-0.40 ms (0.07 ms over 5,000 creates from
+// 10,000; the rest is the index loop's walk over every container, which
+// each create wakes).
 func BenchmarkCreateContainer(b *testing.B) {
 	for _, existing := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("existing=%d", existing), func(b *testing.B) {
