@@ -241,6 +241,15 @@ func (l *manifestLog) rewrote(n int64) {
 // MANIFEST instead. On failure nothing of the change is durable, whatever
 // the file holds.
 func (db *DB) logEdit(put []*Container, del []uint32) error {
+	if len(put) > 0 {
+		// A container's entry names its files as they are now, perhaps
+		// just after a compaction dropped records that journal entries
+		// not yet durable (Options.NoSync) made dead: those entries must
+		// not be lost once the entry is.
+		if err := db.journalDurable(); err != nil {
+			return err
+		}
+	}
 	db.manMu.Lock()
 	defer db.manMu.Unlock()
 	path := filepath.Join(db.dir, manifestName)
