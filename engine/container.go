@@ -54,6 +54,9 @@ type counters struct {
 }
 
 func newContainer(db *DB, num uint32, props ContainerProperties, h policy.History) *Container {
+	if n := len(h); n > 0 && h[n-1].At <= db.clock.highest() {
+		h = h.Prune() // a long history written before pruning existed
+	}
 	c := &Container{
 		db:      db,
 		num:     num,
@@ -91,6 +94,7 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		return err
 	}
 	props = props.clone()
+	defer c.db.compactManifest()
 	return c.db.control(ctx, func(now int64) error {
 		c.mu.Lock()
 		if c.deleted {
@@ -105,13 +109,20 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		ttlChanged := !sameTTL(old.DefaultTTL, props.DefaultTTL)
 		if ttlChanged {
 			c.advanceLocked(now) // what expired under the old policy stays expired
-			c.history = c.history.With(now, props.DefaultTTL)
+			// Pruning keeps the history (and so every expiry check and
+			// the MANIFEST) a few entries long however many changes
+			// came before. It answers differently only about instants
+			// before now, and what expired by now is marked already.
+			c.history = c.history.With(now, props.DefaultTTL).Prune()
 		}
 		c.props = props
 		c.mu.Unlock()
 		// The manifest is written before the new policy takes effect, so a
 		// failed write changes nothing that anyone can see.
-		if err := c.db.saveManifest(); err != nil {
+		c.db.mu.RLock()
+		err := c.db.logEdit([]*Container{c}, nil)
+		c.db.mu.RUnlock()
+		if err != nil {
 			c.mu.Lock()
 			c.props, c.history = old, oldHistory
 			c.mu.Unlock()

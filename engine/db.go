@@ -42,6 +42,7 @@ type DB struct {
 	// Manifest state outside the containers, guarded by manMu, which also
 	// serializes manifest writes.
 	manMu          sync.Mutex
+	manLog         manifestLog // the MANIFEST's edit log (manifest_log.go)
 	nextFile       uint32
 	nextContainer  uint32
 	journalFrom    uint64
@@ -154,6 +155,8 @@ func (db *DB) Close() error {
 	}
 	errs = append(errs, db.jnl.Close())
 	db.closeFiles()
+	db.manMu.Lock() // a MANIFEST compaction's last step is done or gives up
+	db.manMu.Unlock()
 	errs = append(errs, db.lock.release())
 	return errors.Join(errs...)
 }
@@ -213,7 +216,7 @@ func (db *DB) CreateContainer(ctx context.Context, props ContainerProperties) (*
 		c = newContainer(db, num, props, policy.History{}.With(now, props.DefaultTTL))
 		db.containers[props.ID] = c
 		db.byNum[num] = c
-		if err := db.saveManifestLocked(); err != nil {
+		if err := db.logEdit([]*Container{c}, nil); err != nil {
 			delete(db.containers, props.ID)
 			delete(db.byNum, num)
 			return err
@@ -223,6 +226,7 @@ func (db *DB) CreateContainer(ctx context.Context, props ContainerProperties) (*
 	if err != nil {
 		return nil, err
 	}
+	db.compactManifest()
 	return c, nil
 }
 
@@ -258,6 +262,7 @@ func (db *DB) Containers() []string {
 // DeleteContainer deletes a container and all its items. Its files are
 // removed at once; handles to it answer ErrNotFound from then on.
 func (db *DB) DeleteContainer(ctx context.Context, id string) error {
+	defer db.compactManifest()
 	return db.control(ctx, func(now int64) error {
 		db.mu.Lock()
 		c, ok := db.containers[id]
@@ -267,7 +272,7 @@ func (db *DB) DeleteContainer(ctx context.Context, id string) error {
 		}
 		delete(db.containers, id)
 		delete(db.byNum, c.num)
-		err := db.saveManifestLocked()
+		err := db.logEdit(nil, []uint32{c.num})
 		if err != nil {
 			db.containers[id] = c
 			db.byNum[c.num] = c
@@ -312,6 +317,31 @@ func (db *DB) saveManifest() error {
 func (db *DB) saveManifestLocked() error {
 	db.manMu.Lock()
 	defer db.manMu.Unlock()
+	return db.rewriteManifestLocked()
+}
+
+// rewriteManifestLocked writes the whole manifest, a snapshot without
+// edits; db.mu and manMu are held.
+func (db *DB) rewriteManifestLocked() error {
+	m := db.manifestLocked()
+	b, err := encodeManifest(m)
+	if err != nil {
+		return fmt.Errorf("ebb: encode manifest: %w", err)
+	}
+	if err := writeFileAtomic(db.fs, db.dir, manifestName, b); err != nil {
+		// The rename may have happened without being durable: append
+		// nothing to this file until a rewrite succeeds.
+		db.manLog.rewrite = true
+		return fmt.Errorf("ebb: write manifest: %w", err)
+	}
+	db.manLog.rewrote(int64(len(b)))
+	db.notePersistedClock(m.Clock)
+	return nil
+}
+
+// manifestLocked is the manifest of the current state; db.mu and manMu
+// are held.
+func (db *DB) manifestLocked() *manifest {
 	m := &manifest{
 		NextFile:      db.nextFile,
 		NextContainer: db.nextContainer,
@@ -326,11 +356,7 @@ func (db *DB) saveManifestLocked() error {
 	for _, n := range nums {
 		m.Containers = append(m.Containers, db.byNum[n].meta())
 	}
-	if err := writeManifest(db.fs, db.dir, m); err != nil {
-		return err
-	}
-	db.notePersistedClock(m.Clock)
-	return nil
+	return m
 }
 
 func (db *DB) segmentPath(num uint32) string {

@@ -463,16 +463,30 @@ func testFaultSeal(t *testing.T) {
 
 // testFaultManifest: a request that must write the manifest (a container
 // created, deleted, or its properties changed) fails with the cause when
-// the write, its fsync or its rename fails, and changes nothing.
+// the write, its fsync or its rename fails, and changes nothing. Such a
+// request appends an edit to the MANIFEST (open, write, fsync; a failed
+// append is cut off again); the rename cases force the full rewrite that
+// follows an append whose tail could not be cut off ("truncate": the
+// fsync fails, and so does the cut).
 func testFaultManifest(t *testing.T) {
 	ctx := context.Background()
-	ops := []vfs.Op{vfs.OpCreate, vfs.OpWrite, vfs.OpSync, vfs.OpRename}
+	ops := []vfs.Op{vfs.OpCreate, vfs.OpWrite, vfs.OpSync, vfs.OpRename, vfs.OpTruncate}
 	for _, op := range ops {
 		for _, cause := range ftCauses {
 			t.Run(op.String()+"/"+cause.Error(), func(t *testing.T) {
 				e := newFtEnv(t, nil)
 				e.load(20, 50)
-				inject := func() { e.fs.Inject(vfs.Rule{Op: op, Path: "MANIFEST", Err: cause, Count: 1}) }
+				inject := func() {
+					switch op {
+					case vfs.OpRename:
+						e.db.manMu.Lock()
+						e.db.manLog.rewrite = true
+						e.db.manMu.Unlock()
+					case vfs.OpTruncate:
+						e.fs.Inject(vfs.Rule{Op: vfs.OpSync, Path: "MANIFEST", Err: cause, Count: 1})
+					}
+					e.fs.Inject(vfs.Rule{Op: op, Path: "MANIFEST", Err: cause, Count: 1})
+				}
 
 				inject()
 				_, err := e.db.CreateContainer(ctx, ContainerProperties{ID: "d"})

@@ -62,6 +62,8 @@ type ContainerReport struct {
 	// Indexing is "consistent", "lazy" or "none".
 	Indexing string `json:"indexing"`
 	// History is the policy history: each DefaultTTL and when it started.
+	// After more than a few changes the entries before the newest are
+	// condensed into up to three that expire exactly the same items.
 	History []PolicyChange `json:"policy_history"`
 	// Items counts the items as the database would see them at Now.
 	Items ItemCounts `json:"items"`

@@ -15,16 +15,18 @@ import (
 
 // The manifest is the root of a database directory: the containers with
 // their policy history, the segment files that hold each one's sealed
-// records, and where journal replay starts. It is rewritten whole, through a
-// temporary file, fsync and rename, whenever one of those changes, so a crash
-// leaves either the old manifest or the new one.
+// records, and where journal replay starts. The file is a snapshot of all
+// that, followed by an edit log of the container changes made since
+// (manifest_log.go). The snapshot is rewritten whole, through a temporary
+// file, fsync and rename, so a crash leaves either the old file or the new
+// one; an edit is appended and fsynced.
 //
 //	+----------+---------+--------+--------+------------------+
 //	| "EBBMANI" | version | crc32c | length | msgpack manifest |
 //	|  8 bytes  | u32 LE  | u32 LE | u32 LE |  length bytes    |
 //	+----------+---------+--------+--------+------------------+
 //
-// The crc covers the msgpack body.
+// The crc covers the msgpack body. Edits follow the body.
 const (
 	manifestName    = "MANIFEST"
 	manifestMagic   = "EBBMANIF"
@@ -77,40 +79,65 @@ func fromHistory(h policy.History) []historyEntry {
 // readManifest loads dir's manifest; os.ErrNotExist when there is none.
 func readManifest(dir string) (*manifest, error) { return loadManifest(vfs.OS, dir) }
 
-// loadManifest is readManifest through fsys.
+// loadManifest is readManifest through fsys. A torn last edit is cut off
+// the file (see manifest_log.go), keeping a copy under broken/.
 func loadManifest(fsys vfs.FS, dir string) (*manifest, error) {
 	path := filepath.Join(dir, manifestName)
 	b, err := fsys.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return decodeManifest(b, path)
+	m, sound, err := decodeManifestLog(b, path)
+	if err != nil {
+		return nil, err
+	}
+	if sound < len(b) {
+		if err := repairManifest(fsys, dir, b, sound); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
+// decodeManifest decodes a MANIFEST file's bytes, snapshot and edits, as
+// Open would read them: a torn last edit is left out.
 func decodeManifest(b []byte, path string) (*manifest, error) {
+	m, _, err := decodeManifestLog(b, path)
+	return m, err
+}
+
+// decodeManifestLog decodes the snapshot at the start of b and applies the
+// edits that follow it. It also returns the length of b's sound prefix:
+// less than len(b) when the file ends in a torn edit.
+func decodeManifestLog(b []byte, path string) (*manifest, int, error) {
 	if len(b) < manifestHeader || string(b[:8]) != manifestMagic {
-		return nil, fmt.Errorf("%s: not an ebb manifest (bad magic or short file): %w", path, ErrCorrupt)
+		return nil, 0, fmt.Errorf("%s: not an ebb manifest (bad magic or short file): %w", path, ErrCorrupt)
 	}
 	if v := binary.LittleEndian.Uint32(b[8:]); v != manifestVersion {
-		return nil, fmt.Errorf("%s: manifest version %d, this build reads %d: %w", path, v, manifestVersion, ErrCorrupt)
+		return nil, 0, fmt.Errorf("%s: manifest version %d, this build reads %d: %w", path, v, manifestVersion, ErrCorrupt)
 	}
 	sum := binary.LittleEndian.Uint32(b[12:])
 	n := binary.LittleEndian.Uint32(b[16:])
-	body := b[manifestHeader:]
-	if uint64(n) != uint64(len(body)) {
-		return nil, fmt.Errorf("%s: manifest length %d, file holds %d: %w", path, n, len(body), ErrCorrupt)
+	if uint64(n) > uint64(len(b)-manifestHeader) {
+		return nil, 0, fmt.Errorf("%s: manifest length %d, file holds %d: %w", path, n, len(b)-manifestHeader, ErrCorrupt)
 	}
+	body := b[manifestHeader : manifestHeader+int(n)]
 	if crc32.Checksum(body, castagnoli) != sum {
-		return nil, fmt.Errorf("%s: manifest checksum mismatch: %w", path, ErrCorrupt)
+		return nil, 0, fmt.Errorf("%s: manifest checksum mismatch: %w", path, ErrCorrupt)
 	}
 	if err := msgpackLengthsFit(body); err != nil {
-		return nil, fmt.Errorf("%s: decode manifest: %v: %w", path, err, ErrCorrupt)
+		return nil, 0, fmt.Errorf("%s: decode manifest: %v: %w", path, err, ErrCorrupt)
 	}
 	var m manifest
 	if err := msgpack.Unmarshal(body, &m); err != nil {
-		return nil, fmt.Errorf("%s: decode manifest: %v: %w", path, err, ErrCorrupt)
+		return nil, 0, fmt.Errorf("%s: decode manifest: %v: %w", path, err, ErrCorrupt)
 	}
-	return &m, nil
+	snap := manifestHeader + int(n)
+	sound, err := applyEdits(&m, b[snap:], snap, path)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &m, snap + sound, nil
 }
 
 func encodeManifest(m *manifest) ([]byte, error) {

@@ -13,8 +13,8 @@ import (
 )
 
 // FuzzDecodeManifest feeds decodeManifest arbitrary bytes, either as a
-// whole file or (wrap) as the msgpack body behind a valid header and
-// checksum, so that the msgpack decoding is reached too. It must never
+// whole file (snapshot and edit log) or (wrap) as the msgpack body behind a
+// valid header and checksum, so that the msgpack decoding is reached too. It must never
 // panic; an error must wrap ErrCorrupt; a manifest it accepts must survive
 // encodeManifest and decodeManifest unchanged, and Verify's checks of what
 // it says must run without a panic.
@@ -27,6 +27,12 @@ func FuzzDecodeManifest(f *testing.F) {
 		f.Add(b, false)
 		body, _ := msgpack.Marshal(m)
 		f.Add(body, true)
+		// The same snapshot followed by edits, and by a torn one.
+		for _, e := range manifestEditSeeds() {
+			b, _ = appendEdit(b, e)
+		}
+		f.Add(b, false)
+		f.Add(b[:len(b)-5], false)
 	}
 	f.Add([]byte(manifestMagic), false)
 	f.Add([]byte{}, true)

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ebbdb/ebb/engine/vfs"
+)
+
+// TestCreateHoldsCommitLoopForOneEdit: the commit loop, which every write
+// of every container goes through, does for a CreateContainer one append
+// of one edit, of a size that does not grow with the number of containers,
+// and one fsync: no rewrite of the MANIFEST, whose size does grow. The
+// rewrites that keep the edit log short happen too, but off the loop. The
+// MANIFEST operations are counted per goroutine, not timed.
+func TestCreateHoldsCommitLoopForOneEdit(t *testing.T) {
+	ctx := context.Background()
+	cfs := &manCountFS{FS: vfs.OS}
+	db := openTest(t, fastDir(t), newFakeClock(t0), func(o *Options) { o.FS = cfs; o.CompactionInterval = -1 })
+	defer db.Close()
+	if err := db.control(ctx, func(int64) error { cfs.loop.Store(goid()); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	n := 3000
+	if testing.Short() {
+		n = 1000
+	}
+	var editBytes int64
+	for i := range n {
+		before := cfs.snapshot()
+		if _, err := db.CreateContainer(ctx, ContainerProperties{ID: fmt.Sprintf("c%06d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		d := cfs.snapshot().minus(before)
+		if d.loopSyncs != 1 || d.loopRenames != 0 || d.loopSyncDirs != 0 {
+			t.Fatalf("create %d: on the commit loop %d MANIFEST fsyncs, %d renames, %d folder fsyncs; want 1, 0, 0",
+				i, d.loopSyncs, d.loopRenames, d.loopSyncDirs)
+		}
+		if i == 1 {
+			editBytes = d.loopBytes
+		}
+		if i > 0 && d.loopBytes != editBytes {
+			t.Fatalf("create %d (%d containers): the commit loop wrote %d MANIFEST bytes, the second create %d",
+				i, i, d.loopBytes, editBytes)
+		}
+	}
+	c := cfs.snapshot()
+	if c.renames == 0 {
+		t.Fatalf("%d creates and no rewrite of the MANIFEST: the edit log was never compacted", n)
+	}
+	// The whole cost, rewrites included, stays linear: the bytes written
+	// for n creates are a small multiple of n edits.
+	if lim := int64(n) * editBytes * (2 + 2*manifestLogFactor); c.bytes > lim+manifestLogMin*4 {
+		t.Fatalf("%d creates wrote %d MANIFEST bytes (%d rewrites), more than %d", n, c.bytes, c.renames, lim)
+	}
+	t.Logf("%d creates: %d-byte edits, %d rewrites, %d MANIFEST bytes in all", n, editBytes, c.renames, c.bytes)
+}
+
+// goid is the current goroutine's id, from its stack header.
+func goid() int64 {
+	var b [64]byte
+	s := b[:runtime.Stack(b[:], false)]
+	s = bytes.TrimPrefix(s, []byte("goroutine "))
+	id, _ := strconv.ParseInt(string(s[:bytes.IndexByte(s, ' ')]), 10, 64)
+	return id
+}
+
+// manCountFS counts the operations on the MANIFEST (and its temporary
+// file), and those of them made on the goroutine loop.
+type manCountFS struct {
+	vfs.FS
+	loop atomic.Int64 // the commit loop's goroutine id
+	mu   sync.Mutex
+	c    manCounts
+}
+
+type manCounts struct {
+	bytes, syncs, renames                           int64
+	loopBytes, loopSyncs, loopRenames, loopSyncDirs int64
+}
+
+func (c manCounts) minus(o manCounts) manCounts {
+	return manCounts{c.bytes - o.bytes, c.syncs - o.syncs, c.renames - o.renames,
+		c.loopBytes - o.loopBytes, c.loopSyncs - o.loopSyncs, c.loopRenames - o.loopRenames, c.loopSyncDirs - o.loopSyncDirs}
+}
+
+func (f *manCountFS) snapshot() manCounts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.c
+}
+
+func (f *manCountFS) count(fn func(c *manCounts, onLoop bool)) {
+	onLoop := f.loop.Load() == goid()
+	f.mu.Lock()
+	fn(&f.c, onLoop)
+	f.mu.Unlock()
+}
+
+func (f *manCountFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil || !strings.Contains(name, manifestName) {
+		return file, err
+	}
+	return &manCountFile{File: file, fs: f}, nil
+}
+
+func (f *manCountFS) Rename(oldname, newname string) error {
+	if strings.Contains(newname, manifestName) {
+		f.count(func(c *manCounts, onLoop bool) {
+			c.renames++
+			if onLoop {
+				c.loopRenames++
+			}
+		})
+	}
+	return f.FS.Rename(oldname, newname)
+}
+
+func (f *manCountFS) SyncDir(dir string) error {
+	f.count(func(c *manCounts, onLoop bool) {
+		if onLoop {
+			c.loopSyncDirs++
+		}
+	})
+	return f.FS.SyncDir(dir)
+}
+
+type manCountFile struct {
+	vfs.File
+	fs *manCountFS
+}
+
+func (f *manCountFile) Write(b []byte) (int, error) {
+	f.fs.count(func(c *manCounts, onLoop bool) {
+		c.bytes += int64(len(b))
+		if onLoop {
+			c.loopBytes += int64(len(b))
+		}
+	})
+	return f.File.Write(b)
+}
+
+func (f *manCountFile) Sync() error {
+	f.fs.count(func(c *manCounts, onLoop bool) {
+		c.syncs++
+		if onLoop {
+			c.loopSyncs++
+		}
+	})
+	return f.File.Sync()
+}
+
+// TestManifestEditsConcurrent: containers created, changed and deleted from
+// several goroutines at once, while the edit log is compacted off the lock
+// more than once, leave a MANIFEST that opens (copied while the database
+// is open, as a crash would leave it) with exactly the containers and
+// properties acknowledged.
+func TestManifestEditsConcurrent(t *testing.T) {
+	ctx := context.Background()
+	dir := fastDir(t)
+	clk := newFakeClock(t0)
+	db := openTest(t, dir, clk, func(o *Options) { o.CompactionInterval = -1 })
+	defer db.Close()
+	const workers, each = 4, 700
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				id := fmt.Sprintf("w%d-%04d", w, i)
+				c, err := db.CreateContainer(ctx, ContainerProperties{ID: id})
+				if err == nil && i%3 == 0 {
+					err = c.SetProperties(ctx, ContainerProperties{ID: id, DefaultTTL: TTL(int32(i + 1))})
+				}
+				if err == nil && i%5 == 0 {
+					err = db.DeleteContainer(ctx, id)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	db.manMu.Lock()
+	rewrites := db.manLog.rewrites
+	db.manMu.Unlock()
+	if rewrites < 2 {
+		t.Fatalf("%d MANIFEST rewrites: the edit log was not compacted while changes went on", rewrites)
+	}
+	want := db.Containers()
+	copyDir := dmgCopy(t, dir, filepath.Join(t.TempDir(), "copy"))
+	db2 := openTest(t, copyDir, clk)
+	defer db2.Close()
+	if got := db2.Containers(); !slices.Equal(got, want) {
+		t.Fatalf("the copy holds %d containers, the database %d", len(got), len(want))
+	}
+	for _, id := range want {
+		var i int
+		fmt.Sscanf(id[strings.IndexByte(id, '-')+1:], "%d", &i)
+		c, err := db2.Container(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := c.Properties().DefaultTTL
+		if i%3 == 0 && (d == nil || *d != int32(i+1)) || i%3 != 0 && d != nil {
+			t.Fatalf("container %s: DefaultTTL %v after reopening", id, d)
+		}
+	}
+}
