@@ -254,7 +254,7 @@ func (s *snapshot) report(wall int64) *Report {
 	rep := &Report{
 		Dir:           s.dir,
 		Now:           s.now(wall),
-		Clock:         max(m.Clock, s.clockFile),
+		Clock:         max(m.Clock, s.clockFile.high),
 		NextFile:      m.NextFile,
 		NextContainer: m.NextContainer,
 		JournalFrom:   m.JournalFrom,

@@ -25,7 +25,7 @@ func (db *DB) recover() error {
 			return err
 		}
 		m = &manifest{NextFile: 1, NextContainer: 1, JournalFrom: 1}
-		db.clock = newClock(db.opts.Clock, 0)
+		db.clock = newClock(db.opts.Clock, 0, db.log)
 		if err := writeManifest(db.fs, db.dir, m); err != nil {
 			return err
 		}
@@ -37,10 +37,11 @@ func (db *DB) recover() error {
 	if err != nil {
 		return err
 	}
-	floor := max(m.Clock, clockFile)
-	db.clock = newClock(db.opts.Clock, floor)
+	floor := max(m.Clock, clockFile.high)
+	db.clock = newClock(db.opts.Clock, floor, db.log)
 	db.clockPersisted.Store(floor)
-	db.clockInFile.Store(clockFile)
+	db.clockInFile.Store(clockFile.high)
+	db.clockResetSeq.Store(clockFile.resetSeq)
 
 	referenced := make(map[uint32]bool)
 	for _, cm := range m.Containers {
@@ -154,7 +155,9 @@ func (c *Container) loadFiles() error {
 				ID: e.ID, Seq: e.Seq, TS: e.TS, TTL: e.TTL, Size: e.Size,
 				Loc: index.Loc{File: num, Block: e.Handle.Block, Off: e.Handle.Off},
 			})
-			c.db.clock.observe(e.TS)
+			if c.db.raisesFloor(e.Seq) {
+				c.db.clock.observe(e.TS)
+			}
 		}
 	}
 	return nil
@@ -190,7 +193,9 @@ func (db *DB) replay() error {
 			r := rec
 			r.Body = append([]byte(nil), rec.Body...) // rec.Body aliases the journal's buffer
 			c.applyRecord(r, n)
-			db.clock.observe(rec.TS)
+			if db.raisesFloor(rec.Seq) {
+				db.clock.observe(rec.TS)
+			}
 		}
 		return nil
 	})
