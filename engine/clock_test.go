@@ -1,10 +1,15 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestObservedExpirySurvivesCrash: once an answer has shown an item
@@ -92,4 +97,136 @@ func wantNotFound(err error) error {
 		return errors.Join(err, errors.New("want ErrNotFound"))
 	}
 	return nil
+}
+
+// TestClockRule drives the clock with random wall clock sequences (small
+// steps, jumps forward and back by up to years, restarts from the floor as
+// persisted, floors raised from disk) and checks the rule at every reading:
+// the engine's now is the larger of the wall clock and the floor advanced
+// by the time elapsed since the floor was set, which to an injected clock
+// is how far the wall moved forward. Concretely, after a reading that gave
+// h at wall x, a reading at wall w gives h + max(0, w-x): never less than
+// before, equal to the wall when the wall is ahead, and once the wall is
+// found behind, moving on exactly as the wall does.
+func TestClockRule(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		clk := newFakeClock(t0)
+		c := newClock(clk.Now, 0, slog.New(slog.DiscardHandler))
+		h, x := c.now(), clk.Unix()
+		if h != t0 {
+			t.Fatalf("seed %d: a new clock with no floor reads %d at wall %d", seed, h, t0)
+		}
+		behind := false
+		for step := range 300 {
+			var what string
+			switch p := rng.IntN(100); {
+			case p < 50:
+				what = "step"
+				clk.Advance(int64(rng.IntN(3)))
+			case p < 65:
+				what = "jump back"
+				clk.Advance(-int64(1 + rng.IntN(10*365*86400)))
+			case p < 75:
+				what = "jump forward"
+				clk.Advance(int64(1 + rng.IntN(10*365*86400)))
+			case p < 85:
+				// A restart: the floor persisted is the high mark (or an
+				// older one that the records' _ts raise again).
+				what = "restart"
+				c = newClock(clk.Now, c.highest()-int64(rng.IntN(3)), slog.New(slog.DiscardHandler))
+				c.observe(h)
+				w := clk.Unix()
+				h, x = max(w, h), w
+				if got := c.now(); got != h {
+					t.Fatalf("seed %d step %d: after a restart with floor %d at wall %d the clock reads %d", seed, step, h, w, got)
+				}
+				continue
+			default:
+				// A floor raised from disk: no reading in between.
+				what = "observe"
+				o := h + int64(rng.IntN(5000))
+				c.observe(o)
+				clk.Advance(int64(rng.IntN(5)) - 2)
+				w := clk.Unix()
+				want := max(o, h+max(0, w-x))
+				if got := c.now(); got != want {
+					t.Fatalf("seed %d step %d: after observing %d (now %d at wall %d) the clock reads %d at wall %d, want %d", seed, step, o, h, x, got, w, want)
+				}
+				h, x = want, w
+				continue
+			}
+			w := clk.Unix()
+			want := h + max(0, w-x)
+			got := c.now()
+			switch {
+			case got < h:
+				t.Fatalf("seed %d step %d (%s): the clock ran backwards: %d after %d", seed, step, what, got, h)
+			case got != want:
+				t.Fatalf("seed %d step %d (%s): the clock reads %d at wall %d, want %d = %d moved on by the wall's forward move from %d", seed, step, what, got, w, want, h, x)
+			case got < w:
+				t.Fatalf("seed %d step %d (%s): the clock reads %d, behind the wall %d", seed, step, what, got, w)
+			}
+			behind = behind || w < got
+			h, x = got, w
+		}
+		if !behind {
+			t.Fatalf("seed %d: the wall clock was never behind", seed)
+		}
+	}
+}
+
+// TestClockElapsedMonotonic: with readings that carry a monotonic clock
+// (as time.Now's do), the time elapsed is measured by it, not by the wall
+// readings; without, by the wall readings.
+func TestClockElapsedMonotonic(t *testing.T) {
+	a := time.Now()
+	b := a.Add(90 * time.Second) // both readings move on
+	if got := elapsedSeconds(a, b); got != 90 {
+		t.Fatalf("elapsed %d, want 90", got)
+	}
+	// Stripped of the monotonic reading, b's wall reading is what counts.
+	if got := elapsedSeconds(a.Round(0), b.Round(0).Add(-30*time.Second)); got != 60 {
+		t.Fatalf("elapsed by the wall readings %d, want 60", got)
+	}
+}
+
+// TestClockWarnsWhenBehind: a wall clock found more than a few seconds
+// behind the floor is logged at warning level, at Open and when it jumps
+// back while running, at most once a minute of the engine's now.
+func TestClockWarnsWhenBehind(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	count := func() int { return strings.Count(buf.String(), "wall clock is behind") }
+	clk := newFakeClock(t0)
+	c := newClock(clk.Now, t0+3600, log)
+	c.checkBehind()
+	if count() != 1 {
+		t.Fatalf("a wall clock an hour behind the floor at Open: %d warnings, want 1: %s", count(), buf.String())
+	}
+	clk.Set(t0 + 3600 + 100)
+	c = newClock(clk.Now, t0+3600, log) // a restart with the wall ahead of the floor
+	c.checkBehind()
+	c.now()
+	clk.Advance(-3) // a jitter of seconds: no warning
+	c.now()
+	if count() != 1 {
+		t.Fatalf("a wall clock 3 s back: %d warnings, want still 1", count())
+	}
+	for range 10 { // ten jumps back an hour, a second apart
+		clk.Advance(-3600)
+		c.now()
+		clk.Advance(1)
+		c.now()
+	}
+	if count() != 2 {
+		t.Fatalf("ten jumps back within a minute of now: %d warnings, want 2 (rate-limited)", count())
+	}
+	clk.Advance(60)
+	c.now()
+	clk.Advance(-3600)
+	c.now()
+	if count() != 3 {
+		t.Fatalf("a jump back a minute after the last warning: %d warnings, want 3", count())
+	}
 }
