@@ -264,6 +264,10 @@ func (s *snapshot) report(wall int64) *Report {
 		Notes:         []string{},
 		Errors:        []string{},
 	}
+	if rep.Now-wall > clockWarnBehind {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the database's clock is %s ahead of the wall clock: its now goes on from there; ebb clock reset brings it back",
+			time.Duration(rep.Now-wall)*time.Second))
+	}
 	if len(s.orphans) > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d file(s) in %s/ are not in the %s: a seal or compaction in progress, or left by a crash (removed at the next open)",
 			len(s.orphans), segmentDir, manifestName))

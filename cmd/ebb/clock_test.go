@@ -48,6 +48,12 @@ func TestClockReset(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	stdout, stderr, code = ebb(t, "inspect", dir)
+	wantCode(t, code, exitOK, stdout, stderr)
+	if !strings.Contains(stdout, "ahead of the wall clock") || !strings.Contains(stdout, "now 2033-01-01 00:00:10Z") {
+		t.Errorf("inspect of a database whose clock is ahead:\n%s", stdout)
+	}
+
 	before := time.Now().Unix()
 	stdout, stderr, code = ebb(t, "clock", "reset", dir)
 	wantCode(t, code, exitOK, stdout, stderr)
