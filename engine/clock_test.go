@@ -230,3 +230,22 @@ func TestClockWarnsWhenBehind(t *testing.T) {
 		t.Fatalf("a jump back a minute after the last warning: %d warnings, want 3", count())
 	}
 }
+
+// BenchmarkClockNow is the cost of reading the engine's now, which every
+// read, write and scan does, from one goroutine and from many at once.
+func BenchmarkClockNow(b *testing.B) {
+	b.Run("serial", func(b *testing.B) {
+		c := newClock(time.Now, 0, slog.New(slog.DiscardHandler))
+		for b.Loop() {
+			c.now()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		c := newClock(time.Now, 0, slog.New(slog.DiscardHandler))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c.now()
+			}
+		})
+	})
+}
