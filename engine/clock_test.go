@@ -249,3 +249,54 @@ func BenchmarkClockNow(b *testing.B) {
 		})
 	})
 }
+
+// TestClockAheadDoesNotFreezeExpiry is the case of a database written with
+// a clock years ahead and reopened with the real clock (time.Now, whose
+// readings carry a monotonic clock): writes are stamped from the floor the
+// clock left, and time goes on from there at the real rate, so an item with
+// ttl 1 expires about a second later instead of years later.
+func TestClockAheadDoesNotFreezeExpiry(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "db")
+	ahead := time.Now().Add(7 * 365 * 24 * time.Hour).Unix()
+	db := openTest(t, dir, newFakeClock(ahead))
+	mustCreateContainer(t, db, ContainerProperties{ID: "c", DefaultTTL: TTL(-1)})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := db.Container("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := time.Now()
+	it, err := c.Upsert(ctx, []byte(`{"id":"x","ttl":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.TS < ahead {
+		t.Fatalf("_ts %d, below the floor %d the clock ahead left", it.TS, ahead)
+	}
+	// Without a deadline on the machine's speed: the item must be gone once
+	// more than its ttl has elapsed since its _ts, whenever that is.
+	for {
+		_, err := c.Read(ctx, "x")
+		if errors.Is(err, ErrNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(opened) > 30*time.Second {
+			t.Fatalf("an item with ttl 1 written with the floor %d ahead of the wall is still live %v later", ahead, time.Since(opened))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := db.clock.highest(); got < it.TS+1 || got > ahead+int64(time.Since(opened)/time.Second)+1 {
+		t.Fatalf("the engine's now %d: want from the item's expiry %d to the floor %d plus the real time elapsed", got, it.TS+1, ahead)
+	}
+}
