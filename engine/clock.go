@@ -31,20 +31,31 @@ import (
 // by the difference of the wall readings otherwise (an injected clock, as
 // in tests), so that such a clock drives now deterministically.
 //
-// Every reading of the wall and every change of the floor happens under
-// mu, in one order, so a reading found behind the floor is a wall clock
-// that went back (or a floor raised from disk at Open), never two readers
-// racing across a second's boundary.
+// Reading now takes no lock. A reading found behind the high mark takes
+// mu and reads the wall again: the high mark was loaded first, so that
+// reading comes after the one that set the mark, and if it is still behind,
+// the wall clock went back (or the floor was raised from disk at Open):
+// then the anchor moves to that reading and the mark, never two readers
+// racing across a second's boundary, so racing readers never push now
+// ahead of the time elapsed. The anchor is always loaded before the wall is
+// read, so a wall reading is never measured from an anchor set after it.
 type clock struct {
 	wall func() time.Time
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	high   atomic.Int64 // the highest now returned or observed; written under mu
-	anchor time.Time    // the wall reading at which now was anchorAt
-	at     int64        // the engine's now at anchor
-	warnAt int64        // the now of the last warning; rate limits them
+	high   atomic.Int64           // the highest now returned or observed
+	anchor atomic.Pointer[anchor] // replaced under mu
+
+	mu     sync.Mutex // serializes re-anchoring, observe, resetTo and warnings
+	warnAt int64      // the now of the last warning; rate limits them
 	warned bool
+}
+
+// anchor is a wall reading t at which the engine's now was at: from it, now
+// is at least at plus the time elapsed since t.
+type anchor struct {
+	t  time.Time
+	at int64
 }
 
 // clockWarnBehind is how far behind the floor the wall clock must be found
@@ -56,28 +67,65 @@ const clockWarnBehind = 5
 const clockWarnEvery = 60
 
 func newClock(wall func() time.Time, floor int64, log *slog.Logger) *clock {
-	c := &clock{wall: wall, log: log, anchor: wall(), at: floor}
+	c := &clock{wall: wall, log: log}
+	c.anchor.Store(&anchor{t: wall(), at: floor})
 	c.high.Store(floor)
 	return c
 }
 
-// now returns the current second and raises the high mark to it.
+// read returns the now that a wall reading taken after loading a gives:
+// the larger of the wall and a advanced by the time elapsed since it.
+func (c *clock) read(a *anchor) (n, w int64, t time.Time) {
+	t = c.wall()
+	w = t.Unix()
+	return max(w, a.at+elapsedSeconds(a.t, t)), w, t
+}
+
+// now returns the current second and raises the high mark to it. The mark
+// is raised only from the value loaded before the anchor, so a reading
+// measured from an anchor that resetTo replaced never undoes the reset.
 func (c *clock) now() int64 {
+	for {
+		h := c.high.Load()
+		n, _, _ := c.read(c.anchor.Load())
+		switch {
+		case n < h:
+			return c.behind()
+		case n == h || c.high.CompareAndSwap(h, n):
+			return n
+		}
+		// The mark moved since it was loaded: read again.
+	}
+}
+
+// behind is now for a reading found behind the high mark.
+func (c *clock) behind() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.wall()
-	w := t.Unix()
-	n := max(w, c.at+elapsedSeconds(c.anchor, t))
 	h := c.high.Load()
+	n, w, t := c.read(c.anchor.Load())
 	if n >= h {
-		c.high.Store(n)
-		return n
+		return c.raise(n) // a reader raced ahead across a second: no jump
 	}
 	// The wall clock went back (or the floor was raised from disk): time
-	// goes on from the floor at the rate the wall clock moves from here.
-	c.anchor, c.at = t, h
+	// goes on from the high mark at the rate the wall clock moves from here.
+	c.anchor.Store(&anchor{t: t, at: h})
 	c.warnBehindLocked(w, h)
-	return h
+	return c.raise(h)
+}
+
+// raise raises the high mark to n and returns it, or the mark if another
+// reader raised it further meanwhile.
+func (c *clock) raise(n int64) int64 {
+	for {
+		h := c.high.Load()
+		if n <= h {
+			return h
+		}
+		if c.high.CompareAndSwap(h, n) {
+			return n
+		}
+	}
 }
 
 // warnBehindLocked logs, at most once a minute of the engine's now, that
@@ -106,24 +154,22 @@ func elapsedSeconds(a, b time.Time) int64 {
 	return int64(b.Sub(a) / time.Second)
 }
 
-// observe raises the high mark to t (a _ts found on disk, say).
-func (c *clock) observe(t int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t > c.high.Load() {
-		c.high.Store(t)
-	}
-}
+// observe raises the high mark to t (a _ts found on disk, say). The next
+// reading finds the wall behind it and anchors there.
+func (c *clock) observe(t int64) { c.raise(t) }
 
 // highest is the high mark without reading the wall clock.
 func (c *clock) highest() int64 { return c.high.Load() }
 
 // resetTo sets the clock to t, lower than its high mark: for ResetClock
-// alone, which has made every expiry up to the old mark final first.
+// alone, which has made every expiry up to the old mark final first and
+// runs it with no other reader of the clock but the background loops. The
+// anchor goes first: a reader that loads the lowered mark then loads the
+// new anchor.
 func (c *clock) resetTo(t int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.anchor, c.at = c.wall(), t
+	c.anchor.Store(&anchor{t: c.wall(), at: t})
 	c.high.Store(t)
 }
 

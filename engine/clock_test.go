@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -300,3 +303,77 @@ func TestClockAheadDoesNotFreezeExpiry(t *testing.T) {
 		t.Fatalf("the engine's now %d: want from the item's expiry %d to the floor %d plus the real time elapsed", got, it.TS+1, ahead)
 	}
 }
+
+// TestClockConcurrent reads the clock from many goroutines while the wall
+// clock steps forward and jumps back. Every reading is at least every
+// reading that completed before it began (now never runs backwards, across
+// goroutines too), and at most hi: the first wall value raised to each
+// later one and by every forward move of the wall. While the wall only
+// steps forward, hi is the wall: readers racing across a step (one read
+// the wall before it, another after) never push now ahead of it. Once the
+// readers stop, the clock moves on exactly with the wall again.
+func TestClockConcurrent(t *testing.T) {
+	clk := newFakeClock(t0)
+	c := newClock(clk.Now, 0, slog.New(slog.DiscardHandler))
+	var hi, done atomic.Int64 // done: the highest reading completed
+	var reads atomic.Int64
+	hi.Store(t0)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var fails atomic.Int64
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				if i%64 == 0 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+				lo := done.Load()
+				n := c.now()
+				if up := hi.Load(); n < lo || n > up {
+					if fails.Add(1) <= 5 {
+						t.Errorf("goroutine %d: now %d, want %d..%d", g, n, lo, up)
+					}
+				}
+				atomicMax(&done, n)
+				reads.Add(1)
+				runtime.Gosched() // readers busy on every P would starve the wall's mover
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range clockConcurrentSteps {
+		w := clk.Unix()
+		switch p := rng.IntN(10); {
+		case p < 7 || i < clockConcurrentSteps/2: // first forward steps alone: hi is the wall
+			w++
+		case p < 9:
+			w -= int64(1 + rng.IntN(7200))
+		default:
+			w += int64(rng.IntN(7200))
+		}
+		if d := w - clk.Unix(); d > 0 {
+			hi.Add(d)
+		}
+		atomicMax(&hi, w)
+		clk.Set(w)
+		for r := reads.Load(); reads.Load() < r+4; { // let the readers race across it
+			runtime.Gosched()
+		}
+	}
+	close(stop)
+	wg.Wait()
+	h := c.now()
+	clk.Advance(1000)
+	if got := c.now(); got != h+1000 {
+		t.Fatalf("after the readers stopped: now %d a 1000 s wall step after %d", got, h)
+	}
+}
+
+// clockConcurrentSteps is how many times TestClockConcurrent moves the wall.
+var clockConcurrentSteps = 20000
