@@ -31,14 +31,15 @@ import (
 // by the difference of the wall readings otherwise (an injected clock, as
 // in tests), so that such a clock drives now deterministically.
 //
-// Reading now takes no lock. A reading found behind the high mark takes
-// mu and reads the wall again: the high mark was loaded first, so that
-// reading comes after the one that set the mark, and if it is still behind,
-// the wall clock went back (or the floor was raised from disk at Open):
-// then the anchor moves to that reading and the mark, never two readers
-// racing across a second's boundary, so racing readers never push now
-// ahead of the time elapsed. The anchor is always loaded before the wall is
-// read, so a wall reading is never measured from an anchor set after it.
+// Reading now takes no lock. The high mark is loaded before the wall is
+// read, so the reading that set the mark came before this one: a reading
+// found behind the mark is a wall clock that went back (or a floor raised
+// from disk at Open), never two readers racing across a second's boundary.
+// It takes mu (which serializes every change of the anchor), reads again,
+// and if still behind moves the anchor to that reading and the mark, from
+// where time goes on. So racing readers never push now ahead of the time
+// elapsed. The anchor is loaded before the wall is read, so a reading is
+// never measured from an anchor set after it.
 type clock struct {
 	wall func() time.Time
 	log  *slog.Logger
@@ -46,7 +47,7 @@ type clock struct {
 	high   atomic.Int64           // the highest now returned or observed
 	anchor atomic.Pointer[anchor] // replaced under mu
 
-	mu     sync.Mutex // serializes re-anchoring, observe, resetTo and warnings
+	mu     sync.Mutex // serializes re-anchoring, resetTo and warnings
 	warnAt int64      // the now of the last warning; rate limits them
 	warned bool
 }
