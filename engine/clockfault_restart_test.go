@@ -59,7 +59,7 @@ func (r *cfRun) restart(ctx context.Context, now int64) {
 	if m.Clock != now {
 		t.Errorf("after Close the MANIFEST's clock is %d, want the high mark %d", m.Clock, now)
 	}
-	if c := readClockFile(r.dir); c > now {
+	if c := readClockFile(r.dir).high; c > now {
 		t.Errorf("after Close the CLOCK file says %d, above the high mark %d", c, now)
 	}
 	r.setWall(now - 10*3600)
@@ -94,7 +94,7 @@ func durableClock(dir string) (manifestClock, clockFile int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	return m.Clock, readClockFile(dir), nil
+	return m.Clock, readClockFile(dir).high, nil
 }
 
 // crash copies the open DB's directory, as a kill would leave it, closes
@@ -191,7 +191,7 @@ func (r *cfRun) jumpAndCrash(ctx context.Context, now int64, n int, observe bool
 			}
 		}
 	}
-	r.setWall(e)
+	r.moveNowTo(now, e)
 	w.read(ctx, id, r.lowNow.Load())
 	kind := "crash right after the clock moved, nothing seen to expire"
 	if observe {

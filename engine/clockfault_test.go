@@ -6,23 +6,29 @@ package engine
 // Open and a simulated crash (the directory copied while the DB is open, as
 // a kill leaves it).
 //
+// The engine's now is the larger of the wall clock and the floor advanced
+// by the time elapsed since the floor was set, and with this injected clock
+// (no monotonic reading) elapsed time is what the wall clock moved forward.
 // What is checked, with the engine's now bounded from both sides:
-//   - from above by hiWall, the highest wall value ever set (raised before
-//     the clock is set, so every now the engine can have computed is at
-//     most hiWall read after the operation returns);
+//   - from above by hiNow: it starts at the first wall value and every
+//     change of the wall raises it to the new value and by however much the
+//     wall moved forward (raised before the clock is set, so every now the
+//     engine can have computed is at most hiNow read after the operation
+//     returns);
 //   - from below by lowNow, the highest instant the engine has shown it
 //     reached: an acknowledged write's _ts, or the expiry of an item an
 //     acknowledged answer found expired.
 //
 // Every acknowledged write's _ts is at least lowNow as of its call (so _ts
-// never decreases across successive acknowledged writes) and at most hiWall.
+// never decreases across successive acknowledged writes) and at most hiNow.
 // A read never returns an item whose expiry is at or below lowNow (nothing
-// expired comes back), always returns one whose expiry is above hiWall, and
+// expired comes back), always returns one whose expiry is above hiNow, and
 // returns exactly the version last written; a conditional write (Replace,
 // IfMatch) succeeds or is refused by the same rule. At quiet points the
-// wall is set above every earlier value, so the engine's now is known
-// exactly, and Read, Items and Stats must agree with the model at that
-// instant, and again after the wall is set hours back. After Close the
+// wall stands still, so the engine's now is known exactly (read once, it
+// is bounded by hiNow and does not move until the wall does), and Read,
+// Items and Stats must agree with the model at that instant, again a second of wall time later, and again after the wall is
+// set hours back (the engine's now stays where it was). After Close the
 // MANIFEST holds the high mark; after Open with the wall hours behind, the
 // engine's now is that mark; after a crash it is the largest of the copy's
 // MANIFEST clock, its CLOCK file and lowNow, and once the durable floor
@@ -111,7 +117,7 @@ func atomicMax(a *atomic.Int64, v int64) {
 type cfRun struct {
 	t       *testing.T
 	clk     *fakeClock
-	hiWall  atomic.Int64 // highest wall value ever set
+	hiNow   atomic.Int64 // the engine's now is known to be at most this
 	lowNow  atomic.Int64 // the engine's now is known to be at least this
 	relied  atomic.Int64 // the largest expiry instant an acknowledged answer relied on
 	jumps   atomic.Int64 // wall changes so far
@@ -141,9 +147,14 @@ func (r *cfRun) fail(format string, args ...any) {
 	}
 }
 
-// setWall sets the wall clock to v, raising hiWall first.
+// setWall sets the wall clock to v, raising hiNow first: to v, and by as
+// much as the wall moves forward (the engine may count that as elapsed time
+// from its floor).
 func (r *cfRun) setWall(v int64) {
-	atomicMax(&r.hiWall, v)
+	if d := v - r.clk.Unix(); d > 0 {
+		r.hiNow.Add(d)
+	}
+	atomicMax(&r.hiNow, v)
 	r.clk.Set(v)
 	r.jumps.Add(1)
 }
@@ -231,7 +242,7 @@ func (w *cfWorker) write(ctx context.Context, id, kind string, ifMatch bool, lo 
 	} else {
 		it, err = r.c.Upsert(ctx, cfDoc(id, name, ttl), opts...)
 	}
-	hi := r.hiWall.Load()
+	hi := r.hiNow.Load()
 	conditional := kind == "replace" || ifMatch
 	switch {
 	case err == nil:
@@ -243,7 +254,7 @@ func (w *cfWorker) write(ctx context.Context, id, kind string, ifMatch bool, lo 
 			r.fail("%s %s: _ts %d is below %d, an earlier acknowledged _ts or observed expiry: the clock ran backwards", what, id, it.TS, lo)
 		}
 		if it.TS > hi {
-			r.fail("%s %s: _ts %d is above every wall value set (%d)", what, id, it.TS, hi)
+			r.fail("%s %s: _ts %d is above %d, the highest now the wall clock's moves allow", what, id, it.TS, hi)
 		}
 		atomicMax(&r.lowNow, it.TS)
 		w.model[id] = cfVersion{present: true, w: name, ts: it.TS, etag: it.ETag, ttl: ttl, expire: cfExpire(it.TS, ttl)}
@@ -261,7 +272,7 @@ func (w *cfWorker) read(ctx context.Context, id string, lo int64) {
 	r := w.r
 	st := w.model[id]
 	it, err := r.c.Read(ctx, id)
-	hi := r.hiWall.Load()
+	hi := r.hiNow.Load()
 	r.count(r.checks, "reads", 1)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -287,7 +298,7 @@ func (w *cfWorker) remove(ctx context.Context, id string, ifMatch bool, lo int64
 		what += " with IfMatch"
 	}
 	err := r.c.Delete(ctx, id, opts...)
-	hi := r.hiWall.Load()
+	hi := r.hiNow.Load()
 	switch {
 	case err == nil:
 		r.count(r.checks, "acknowledged deletes", 1)
@@ -305,7 +316,7 @@ func (w *cfWorker) remove(ctx context.Context, id string, ifMatch bool, lo int64
 
 // gone takes in an acknowledged answer (what) that found id not live. If
 // the model has a version, the answer relied on its having expired, which
-// it must have by hi, the highest wall value set; the version is marked
+// it must have by hi, the highest now the engine can have reached; the version is marked
 // gone for good and its expiry becomes a floor of the engine's now.
 func (w *cfWorker) gone(what, id string, st cfVersion, hi int64) {
 	r := w.r
@@ -313,7 +324,7 @@ func (w *cfWorker) gone(what, id string, st cfVersion, hi int64) {
 		return
 	}
 	if st.expire > hi {
-		r.fail("%s %s: not found, but %s expires at %d, after every wall value set (%d)", what, id, st.w, st.expire, hi)
+		r.fail("%s %s: not found, but %s expires at %d, after the highest now the engine can have reached (%d)", what, id, st.w, st.expire, hi)
 		return
 	}
 	st.gone = true
@@ -346,11 +357,14 @@ func cfCheck(it Item, id string, st cfVersion, lo int64) error {
 }
 
 // jumper moves the wall clock until stop is closed: small steps of the
-// underlying time, jumps back by minutes to hours, and now and then a
-// forward jump of an hour.
+// underlying time, steps back by minutes to hours (the wall stays that far
+// behind until corrected), small steps forward, and now and then a
+// correction of every step back (the wall moves forward by all of them at
+// once) or a forward jump of an hour.
 func (r *cfRun) jumper(base int64, seed uint64, stop chan struct{}, done chan struct{}) {
 	defer close(done)
 	rng := rand.New(rand.NewPCG(seed, 11))
+	var off int64
 	for i := 0; ; i++ {
 		select {
 		case <-stop:
@@ -360,19 +374,21 @@ func (r *cfRun) jumper(base int64, seed uint64, stop chan struct{}, done chan st
 		if i%16 == 0 {
 			base++ // the underlying time moves on
 		}
-		var off int64
 		switch p := rng.IntN(100); {
 		case p < 40:
 			r.count(r.faults, "steps of seconds", 1)
 		case p < 60:
-			off = -int64(60 * (1 + rng.IntN(59)))
+			off -= int64(60 * (1 + rng.IntN(59)))
 			r.count(r.faults, "jumps back by minutes", 1)
 		case p < 85:
-			off = -3600 * int64(1+rng.IntN(8))
+			off -= 3600 * int64(1+rng.IntN(8))
 			r.count(r.faults, "jumps back by hours", 1)
 		case p < 98:
-			off = int64(1 + rng.IntN(5))
+			off += int64(1 + rng.IntN(5))
 			r.count(r.faults, "jumps forward by seconds", 1)
+		case p < 99:
+			off = 0
+			r.count(r.faults, "corrections of every step back", 1)
 		default:
 			base += 3600 // forward by an hour, for good
 			r.count(r.faults, "jumps forward by an hour", 1)
@@ -385,7 +401,7 @@ func (r *cfRun) jumper(base int64, seed uint64, stop chan struct{}, done chan st
 // round runs the workers against the jumping clock.
 func (r *cfRun) round(ctx context.Context, seed uint64) {
 	stop, done := make(chan struct{}), make(chan struct{})
-	go r.jumper(r.hiWall.Load(), seed, stop, done)
+	go r.jumper(r.clk.Unix(), seed, stop, done)
 	var wg sync.WaitGroup
 	for _, w := range r.workers {
 		wg.Add(1)
@@ -401,19 +417,30 @@ func (r *cfRun) round(ctx context.Context, seed uint64) {
 	<-done
 }
 
-// quiet checks, with no operation running, that at a wall value above all
-// earlier ones the engine's now is exactly it, and Read, Items and Stats
-// agree with the model; and again with the wall set hours back. It returns
-// the engine's now.
+// quiet checks, with no operation running, that Read, Items and Stats
+// agree with the model at the engine's now h (settled at the wall clock
+// where the round left it: a further reading moves nothing); that when the
+// wall moves on by a second, whether or not it is behind, so does the
+// engine's now, exactly; and that it stays there when the wall is set hours
+// back. It returns the engine's now.
 func (r *cfRun) quiet(ctx context.Context, what string) int64 {
-	w := r.hiWall.Load() + 1
-	r.setWall(w)
-	r.checkAt(ctx, w, what+", wall at the high mark")
-	r.setWall(w - 5*3600)
+	x := r.clk.Unix()
+	h := r.db.clock.now()
+	if hi := r.hiNow.Load(); h > hi {
+		r.t.Errorf("%s: the engine's now is %d, above %d, the highest the wall clock's moves allow", what, h, hi)
+	}
+	r.checkAt(ctx, h, what+", settled")
+	r.setWall(x + 1)
+	r.checkAt(ctx, h+1, what+", wall a second on")
+	r.setWall(x + 1 - 5*3600)
 	r.count(r.faults, "jumps back by hours", 1)
-	r.checkAt(ctx, w, what+", wall 5h behind")
-	return w
+	r.checkAt(ctx, h+1, what+", wall 5h back")
+	return h + 1
 }
+
+// moveNowTo moves the wall clock forward so that the engine's now, now,
+// settled at the present wall, becomes to once the engine reads the wall.
+func (r *cfRun) moveNowTo(now, to int64) { r.setWall(r.clk.Unix() + to - now) }
 
 // checkAt checks that the engine's now is exactly now and that everything
 // visible is what the model says is visible at now.
@@ -498,7 +525,7 @@ func TestClockFaults(t *testing.T) {
 		rounds = 4
 	}
 	r := &cfRun{t: t, clk: newFakeClock(t0), faults: map[string]int{}, checks: map[string]int{}}
-	r.hiWall.Store(t0)
+	r.hiNow.Store(t0)
 	for i := range cfWorkers {
 		w := &cfWorker{r: r, n: i, rng: rand.New(rand.NewPCG(seed, uint64(i))), model: map[string]cfVersion{}}
 		for k := range cfIDsPer {

@@ -170,8 +170,8 @@ func dkBuild(t *testing.T) *dkFixture {
 		ckVerify(t, c, dmgClock, ckExact(final[cid], fx.universe[cid]))
 	}
 	db.Close()
-	if readClockFile(fx.dir) != dmgClock {
-		t.Fatalf("fixture: the CLOCK file says %d, want %d", readClockFile(fx.dir), dmgClock)
+	if readClockFile(fx.dir).high != dmgClock {
+		t.Fatalf("fixture: the CLOCK file says %d, want %d", readClockFile(fx.dir).high, dmgClock)
 	}
 	if rep, err := Verify(fx.dir); err != nil || !rep.Clean() {
 		t.Fatalf("Verify of the pristine database: %v %+v", err, rep)

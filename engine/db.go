@@ -50,6 +50,10 @@ type DB struct {
 	clockInFile    atomic.Int64 // the clock the CLOCK file holds
 	clockMu        sync.Mutex   // serializes CLOCK file writes
 
+	// clockResetSeq: records up to this seq do not raise the clock's floor
+	// at Open (see ResetClock).
+	clockResetSeq atomic.Uint64
+
 	commits  chan *commitReq
 	quit     chan struct{}
 	workers  sync.WaitGroup
@@ -116,6 +120,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		lock.release()
 		return nil, err
 	}
+	db.clock.checkBehind()
 	for _, c := range db.byNum {
 		c.mu.Lock()
 		c.setIndexingLocked(c.props) // rebuild the secondary index in the background

@@ -41,12 +41,16 @@
 //
 // # Time
 //
-// The engine's clock never runs backwards: now is the maximum of the wall
-// clock and the highest time already observed, which Close and a background
-// tick (once a second) persist, and which is made durable before any answer
-// that relies on an item having expired goes out. So neither a clock found
-// behind on the next Open nor a crash can bring back an item anyone saw
-// expire. Expiry is final: no later change of DefaultTTL revives an item
+// The engine's clock never runs backwards: now is the larger of the wall
+// clock and the floor, the highest time already observed, advanced by the
+// real (monotonic) time elapsed since it was set. Close and a background
+// tick (once a second) persist the floor, and it is made durable before any
+// answer that relies on an item having expired goes out. So neither a clock
+// found behind on the next Open nor a crash can bring back an item anyone
+// saw expire; and a wall clock that was once far ahead does not freeze
+// expiry, since time goes on from the floor at its real rate. ResetClock
+// brings a database's clock back to the wall clock, removing first every
+// version expired by the old one. Expiry is final: no later change of DefaultTTL revives an item
 // that was expired at any instant.
 //
 // # Queries

@@ -538,10 +538,11 @@ func testFaultClock(t *testing.T) {
 			want := e.clk.Unix()
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				h, err := loadClockFile(vfs.OS, e.dir)
+				f, err := loadClockFile(vfs.OS, e.dir)
 				if err != nil {
 					t.Fatal(err)
 				}
+				h := f.high
 				if h >= want {
 					break
 				}

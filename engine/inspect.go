@@ -257,7 +257,7 @@ func (s *snapshot) report(wall int64) *Report {
 	rep := &Report{
 		Dir:           s.dir,
 		Now:           s.now(wall),
-		Clock:         max(m.Clock, s.clockFile),
+		Clock:         max(m.Clock, s.clockFile.high),
 		NextFile:      m.NextFile,
 		NextContainer: m.NextContainer,
 		JournalFrom:   m.JournalFrom,
@@ -265,6 +265,10 @@ func (s *snapshot) report(wall int64) *Report {
 		Orphans:       append([]string{}, s.orphans...),
 		Notes:         []string{},
 		Errors:        []string{},
+	}
+	if rep.Now-wall > clockWarnBehind {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the database's clock is %s ahead of the wall clock: its now goes on from there; ebb clock reset brings it back",
+			time.Duration(rep.Now-wall)*time.Second))
 	}
 	if len(s.orphans) > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d file(s) in %s/ are not in the %s: a seal or compaction in progress, or left by a crash (removed at the next open)",

@@ -9,9 +9,10 @@ package engine
 //
 // Time is part of the model, so it must be exact. The fake wall clock is
 // fixed during a phase and moved only between phases, when every worker
-// has returned. The engine's now during a phase is then the maximum of
-// every wall value set so far (clock.go: the engine never runs backwards),
-// the same for every operation of the phase whichever goroutine runs it,
+// has returned. The engine's now during a phase is then the now of the
+// phase before moved on by as much as the wall moved forward, if it did
+// (clock.go: the engine never runs backwards, and time elapsed is what an
+// injected clock moved forward), the same for every operation of the phase whichever goroutine runs it,
 // including the background compactor's. Each operation carries that
 // instant as an input, so the model decides expiry (_ts + ttl <= now) with
 // no uncertainty, and a wall clock stepped back between phases (which must
@@ -473,7 +474,12 @@ func TestLinearizable(t *testing.T) {
 	jumps := map[string]int{}
 	start := time.Now()
 	for done := 0; done < total; {
-		// Between phases, with every worker quiet: move the wall clock.
+		// Between phases, with every worker quiet: move the wall clock. The
+		// engine reads every phase's wall (each phase has operations), so
+		// its now moves on by as much as the wall moved forward (the time
+		// elapsed, to an injected clock), whether or not the wall was
+		// behind, and never back.
+		prev := wall
 		switch p := rng.IntN(20); {
 		case p < 12:
 			wall += int64(rng.IntN(3)) // 0..2 s: items of ttl 1..4 expire across phases
@@ -482,7 +488,7 @@ func TestLinearizable(t *testing.T) {
 			wall -= 3600 * int64(1+rng.IntN(5)) // back by hours: nothing may come back
 			jumps["back"]++
 		case p < 17:
-			wall = now // back to the high mark
+			wall = now // up to the engine's now: a forward move it counts
 			jumps["return"]++
 		case p < 18:
 			wall = now + 3600 // forward by an hour: everything but ttl -1 expires
@@ -491,7 +497,7 @@ func TestLinearizable(t *testing.T) {
 			jumps["none"]++
 		}
 		clk.Set(wall)
-		now = max(now, wall)
+		now += max(0, wall-prev)
 		n := min(linOpsPerPhase, total-done)
 		var wg sync.WaitGroup
 		for i, w := range workers {

@@ -47,9 +47,12 @@ func newMdlCont(dttl int64) *mdlCont {
 
 // mdlModel is the whole reference state.
 type mdlModel struct {
-	// now is the engine time the model expects: the maximum wall-clock second
-	// the engine has been shown so far (the clock never runs backwards).
+	// now is the engine time the model expects. At Open it is the larger of
+	// the wall clock and the time before; then every wall clock the engine
+	// is shown moves it on by as much as the wall moved forward (the time
+	// elapsed, to an injected clock), never back.
 	now   int64
+	wall  int64      // the wall clock the engine was last shown
 	conts []*mdlCont // by container index; nil when the container does not exist
 
 	expirations int // items the model saw expire
@@ -101,9 +104,16 @@ func (m *mdlModel) sweep() {
 // observe moves the model's now to the wall-clock second wall if that is
 // later, and sweeps.
 func (m *mdlModel) observe(wall int64) {
-	if wall > m.now {
-		m.now = wall
-	}
+	m.now += max(0, wall-m.wall)
+	m.wall = wall
+	m.sweep()
+}
+
+// reopen is observe for an Open at wall: the engine's now starts at the
+// larger of the wall and its floor.
+func (m *mdlModel) reopen(wall int64) {
+	m.now = max(m.now, wall)
+	m.wall = wall
 	m.sweep()
 }
 

@@ -531,7 +531,7 @@ func newMdlRun(base string) *mdlRun {
 		base: base,
 		dir:  filepath.Join(base, "db0"),
 		clk:  newFakeClock(t0),
-		m:    mdlModel{now: t0, conts: make([]*mdlCont, mdlConts)},
+		m:    mdlModel{now: t0, wall: t0, conts: make([]*mdlCont, mdlConts)},
 		outc: map[string]int{},
 	}
 }
@@ -1090,14 +1090,18 @@ func (r *mdlRun) checkStats(mc *mdlCont, c *Container, compacted bool) error {
 }
 
 func (r *mdlRun) clock(op mdlOp) error {
-	if op.fix && r.clk.Unix() < r.m.now {
-		r.clk.Set(r.m.now)
-	}
 	if op.land {
+		// The wall moves on by as much as the engine's now must to land on
+		// the expiry instant (plus dt), whether or not it is behind.
 		if next, ok := r.m.nextExpiry(); ok && next <= r.m.now+3600 {
-			r.clk.Set(max(r.clk.Unix(), next+op.dt))
+			r.clk.Set(r.clk.Unix() + max(0, next+op.dt-r.m.now))
 		}
 	} else {
+		// A correction of a wall behind the engine's time moves the engine's
+		// now on by as much: to it, the wall moved forward.
+		if op.fix && r.clk.Unix() < r.m.now {
+			r.clk.Set(r.m.now)
+		}
 		r.clk.Set(r.clk.Unix() + op.dt)
 	}
 	r.m.observe(r.clk.Unix())
@@ -1173,7 +1177,7 @@ func (r *mdlRun) reopen(op mdlOp) error {
 		return mdlf("open: error", "%v", err)
 	}
 	r.setDB(db)
-	r.m.observe(r.clk.Unix())
+	r.m.reopen(r.clk.Unix())
 	r.note = fmt.Sprintf("-> wall=+%d", r.clk.Unix()-r.m.now)
 	return r.checkAll()
 }
@@ -1211,7 +1215,7 @@ func (r *mdlRun) crash(op mdlOp) error {
 		return mdlf("open after a crash: error", "%v", err)
 	}
 	r.setDB(db)
-	r.m.observe(r.clk.Unix())
+	r.m.reopen(r.clk.Unix())
 	return r.checkAll()
 }
 

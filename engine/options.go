@@ -15,8 +15,13 @@ import (
 type Options struct {
 	// Clock is the wall clock: unix seconds of Clock() are the time of every
 	// write (_ts) and the instant against which expiry is judged. The engine
-	// never lets its own notion of now run backwards, whatever Clock does.
-	// Default: time.Now.
+	// never lets its own notion of now run backwards, whatever Clock does:
+	// its now is the larger of Clock() and the highest time already seen or
+	// persisted advanced by the time elapsed since, which is measured by the
+	// monotonic clock when Clock's readings carry one (time.Now's do) and
+	// otherwise by how far Clock moved forward. A Clock found behind is
+	// logged at warning level; ResetClock brings a database's clock back to
+	// it. Default: time.Now.
 	Clock func() time.Time
 
 	// NoSync acknowledges writes before their journal entry is fsynced. Off by
@@ -77,7 +82,8 @@ type Options struct {
 	MaxBatchOperations int
 	MaxBatchBytes      int
 
-	// Logger receives repairs and background decisions. Default: discard.
+	// Logger receives repairs, background decisions and warnings (a wall
+	// clock found behind the database's clock). Default: discard.
 	Logger *slog.Logger
 
 	// FS is the file layer under the database: every file operation on its

@@ -154,8 +154,8 @@ type candidates struct {
 	slots []index.Slot // in id order; or, for an index walk, in ORDER BY order
 	// keys, for an index walk, holds the index key each slot was walked by
 	// (query.Key of its ORDER BY value when collected).
-	keys []string
-	exact bool         // the index alone decided the WHERE for these slots
+	keys  []string
+	exact bool // the index alone decided the WHERE for these slots
 	// walked: slots are in ORDER BY order from the index, and rest holds
 	// the candidates without a scalar at the ORDER BY path (undefined,
 	// arrays, objects), in id order, for the caller to place.

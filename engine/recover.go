@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 
@@ -25,7 +23,7 @@ func (db *DB) recover() error {
 			return err
 		}
 		m = &manifest{NextFile: 1, NextContainer: 1, JournalFrom: 1}
-		db.clock = newClock(db.opts.Clock, 0)
+		db.clock = newClock(db.opts.Clock, 0, db.log)
 		if err := writeManifest(db.fs, db.dir, m); err != nil {
 			return err
 		}
@@ -37,11 +35,12 @@ func (db *DB) recover() error {
 	if err != nil {
 		return err
 	}
-	db.checkClockFile(clockFile)
-	floor := max(m.Clock, clockFile)
-	db.clock = newClock(db.opts.Clock, floor)
+	db.checkClockFile()
+	floor := max(m.Clock, clockFile.high)
+	db.clock = newClock(db.opts.Clock, floor, db.log)
 	db.clockPersisted.Store(floor)
-	db.clockInFile.Store(clockFile)
+	db.clockInFile.Store(clockFile.high)
+	db.clockResetSeq.Store(clockFile.resetSeq)
 
 	referenced := make(map[uint32]bool)
 	for _, cm := range m.Containers {
@@ -111,18 +110,14 @@ func (db *DB) recover() error {
 // the records' _ts still bound it from below, so an expired item can come
 // back only for the seconds since the last manifest write. The next clock
 // write replaces the file.
-func (db *DB) checkClockFile(decoded int64) {
-	if decoded != 0 {
-		return
-	}
+func (db *DB) checkClockFile() {
 	path := filepath.Join(db.dir, clockName)
 	b, err := db.fs.ReadFile(path)
 	if err != nil {
 		return // none (or unreadable, which loadClockFile reported)
 	}
-	var zero [8]byte
-	if len(b) == 12 && crc32.Checksum(zero[:], castagnoli) == binary.LittleEndian.Uint32(b[8:]) && binary.LittleEndian.Uint64(b) == 0 {
-		return // a valid CLOCK holding 0
+	if _, ok := decodeClockFile(b); ok {
+		return
 	}
 	db.log.Warn("ebb: the CLOCK file does not decode; ignored, the MANIFEST's clock is the floor until it is rewritten",
 		"file", path, "size", len(b))
@@ -178,7 +173,9 @@ func (c *Container) loadFiles() error {
 				ID: e.ID, Seq: e.Seq, TS: e.TS, TTL: e.TTL, Size: e.Size,
 				Loc: index.Loc{File: num, Block: e.Handle.Block, Off: e.Handle.Off},
 			})
-			c.db.clock.observe(e.TS)
+			if c.db.raisesFloor(e.Seq) {
+				c.db.clock.observe(e.TS)
+			}
 		}
 	}
 	return nil
@@ -214,7 +211,9 @@ func (db *DB) replay() error {
 			r := rec
 			r.Body = append([]byte(nil), rec.Body...) // rec.Body aliases the journal's buffer
 			c.applyRecord(r, n)
-			db.clock.observe(rec.TS)
+			if db.raisesFloor(rec.Seq) {
+				db.clock.observe(rec.TS)
+			}
 		}
 		return nil
 	})

@@ -38,7 +38,7 @@ type snapshot struct {
 	manRaw    []byte
 	man       *manifest // nil when the MANIFEST is missing or damaged
 	manErr    error     // why man is nil
-	clockFile int64
+	clockFile clockFile
 	segs      []*segView   // the files the MANIFEST names, by container then number
 	orphans   []string     // files in seg/ the MANIFEST does not name
 	journal   []*jFileView // journal files in seq order
@@ -329,20 +329,34 @@ func (s *snapshot) close() {
 }
 
 // now is the instant the database would judge expiry against if it opened
-// with wall clock time wall: never before its persisted clock or any _ts.
+// with wall clock time wall: never before its persisted clock or any _ts
+// (but those of records stamped before a ResetClock).
 func (s *snapshot) now(wall int64) int64 {
-	now := max(wall, s.clockFile)
+	reset := s.clockFile.resetSeq
+	now := max(wall, s.clockFile.high)
 	if s.man != nil {
 		now = max(now, s.man.Clock)
 	}
 	for _, v := range s.segs {
-		if v.r != nil {
-			now = max(now, v.r.Stats().MaxTS)
+		if v.r == nil {
+			continue
+		}
+		switch st := v.r.Stats(); {
+		case st.MinSeq > reset:
+			now = max(now, st.MaxTS)
+		case st.MaxSeq > reset:
+			for _, e := range v.index {
+				if e.Seq > reset {
+					now = max(now, e.TS)
+				}
+			}
 		}
 	}
 	for _, f := range s.journal {
 		for i := range f.recs {
-			now = max(now, f.recs[i].rec.TS)
+			if f.recs[i].rec.Seq > reset {
+				now = max(now, f.recs[i].rec.TS)
+			}
 		}
 	}
 	return now

@@ -176,10 +176,10 @@ func (v *verifier) clock() {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		v.problem(clockName, -1, "", "%v", err)
-	case len(b) != 12:
-		v.problem(clockName, 0, "", "%d bytes, want 12 (the clock floor falls back to the %s)", len(b), manifestName)
-	case crc32.Checksum(b[:8], castagnoli) != binary.LittleEndian.Uint32(b[8:]):
-		v.problem(clockName, 8, "", "checksum mismatch (the clock floor falls back to the %s)", manifestName)
+	case len(b) != 12 && len(b) != 20:
+		v.problem(clockName, 0, "", "%d bytes, want 12, or 20 after a clock reset (the clock floor falls back to the %s)", len(b), manifestName)
+	case crc32.Checksum(b[:len(b)-4], castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]):
+		v.problem(clockName, int64(len(b)-4), "", "checksum mismatch (the clock floor falls back to the %s)", manifestName)
 	}
 }
 

@@ -11,8 +11,11 @@ import (
 // in steps: it announces step K's wall clock X, sets it, makes the engine
 // observe it (by a probe write, whose _ts the checker compares with the now
 // it expects, or by a read), and only then reports the step done. So the
-// engine's now after step K is exactly max(now after step K-1, X), and a
-// DefaultTTL change made between two steps happens at that now.
+// engine, which reads no other wall clock between the two steps, has its
+// now after step K exactly its now after step K-1 moved on by X minus step
+// K-1's wall clock when that is positive (time elapsed, to an injected
+// clock), and a DefaultTTL change made between two steps happens at that
+// now.
 type controller struct {
 	ch     *child
 	rng    *rand.Rand

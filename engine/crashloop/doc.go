@@ -14,8 +14,8 @@
 //     exactly "now < expiry" under the container's DefaultTTL history
 //     (policy.History.ExpiresAt), including changes made during the round;
 //   - the clock never runs backwards: every _ts lies
-//     between the engine's now when its write started and the highest wall
-//     clock it can have seen, and the engine's now after a restart is at
+//     between the engine's now when its write started and the highest now
+//     the clock steps allow, and the engine's now after a restart is at
 //     least what the database certainly persisted, which includes the
 //     expiry instant of every item an acknowledged read or refusal found
 //     expired (so an item seen gone never comes back).
@@ -33,7 +33,8 @@
 //   - a clock controller that moves Options.Clock in steps: seconds forward
 //     mostly, with ClockFaults hours back or ahead for a few steps, or a
 //     leap of hours; it makes the engine observe each step (by a probe
-//     write, whose _ts must be exactly max(previous now, wall), or a read)
+//     write, whose _ts must be exactly the previous now moved on by the
+//     wall clock's forward move, if any, or a read)
 //     before it reports the step done, and changes DefaultTTLs between
 //     steps, so the checker knows the instant of every change; with
 //     ClockFaults, one step of each round is a hold: with the workers and

@@ -15,7 +15,7 @@ import (
 // stepInfo is one clock step of the controller.
 type stepInfo struct {
 	wall      int64
-	now       int64 // the engine's now once the step is observed: max(previous, wall)
+	now       int64 // the engine's now once the step is observed: see roundLog.clock
 	announced int   // line index
 }
 
@@ -221,7 +221,13 @@ func (r *roundLog) clock(i int, l logLine) {
 		}
 		now = max(now, r.m.now)
 	} else {
-		now = max(now, r.steps[k-1].now)
+		// The engine read the previous step's wall clock and reads no
+		// other until this one: its now moves on by as much as the wall
+		// moved forward (the time elapsed, to an injected clock), from the
+		// previous now whether or not the wall was behind it, and stays
+		// where it was when the wall moved back.
+		prev := r.steps[k-1]
+		now = prev.now + max(0, l.wall-prev.wall)
 	}
 	switch d := l.wall - r.lastWall; {
 	case d <= -600:
@@ -322,9 +328,9 @@ func (r *roundLog) ack(i int, l logLine) {
 			case op.ts < req.lo:
 				r.fail(op.id, "write %s: _ts %d is below %d, the engine's now when it started (its clock ran backwards)", req.tag, op.ts, req.lo)
 			case op.ts > r.hiNow:
-				r.fail(op.id, "write %s: _ts %d is above %d, the highest wall clock the engine can have seen", req.tag, op.ts, r.hiNow)
+				r.fail(op.id, "write %s: _ts %d is above %d, the highest now the engine can have reached", req.tag, op.ts, r.hiNow)
 			case req.step >= 0 && op.ts != r.steps[req.step].now:
-				r.fail(op.id, "clock step %d: the probe's _ts is %d, want %d = max(engine now before, wall clock %d)", req.step, op.ts, r.steps[req.step].now, r.steps[req.step].wall)
+				r.fail(op.id, "clock step %d: the probe's _ts is %d, want %d (the engine's now before, moved on by the wall clock's forward move to %d)", req.step, op.ts, r.steps[req.step].now, r.steps[req.step].wall)
 			}
 			ts = op.ts
 			r.maxTS = max(r.maxTS, op.ts)
