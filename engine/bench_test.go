@@ -1,7 +1,7 @@
 package engine
 
-// Benchmarks of the write and read paths against the targets in DESIGN.md
-// ("Targets"). They use the public API only, with the default durability
+// Benchmarks of the write and read paths against ebb's targets
+// (README, "Benchmarks"). They use the public API only, with the default durability
 // (every acknowledged write fsynced, shared by group commit) unless the
 // benchmark's name says NoSync.
 //

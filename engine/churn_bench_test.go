@@ -1,7 +1,7 @@
 package engine
 
 // TestChurnBench measures the background compactor under steady TTL churn,
-// against the targets in DESIGN.md ("Targets"):
+// against ebb's targets:
 //
 //	under steady churn of 1 KiB items with a 10 s TTL for 60 s, report disk
 //	bytes / live bytes over time (target <= 1.25 at steady state), reclaim
@@ -677,7 +677,7 @@ func (l churnLatStats) String() string {
 type churnSteady struct {
 	saMean, saMax, dirSAMean, dirSAMax float64
 	// strict: directory bytes over the live bytes at the segments'
-	// compression ratio (DESIGN.md's "live compressed bytes"); Metrics
+	// compression ratio ("live compressed bytes"); Metrics
 	// counts live records in the journal at their raw size instead.
 	strictMean, strictMax float64
 	lagMax                time.Duration

@@ -1,6 +1,6 @@
 package engine
 
-// Clock faults (spec/TTL.md, "Time"; DESIGN.md invariant 4): the wall clock
+// Clock faults (the clock never runs backwards; README, "TTL rules"): the wall clock
 // jumps back and forward by hours between and during operations, changed by
 // a goroutine of its own while workers write and read, and across Close,
 // Open and a simulated crash (the directory copied while the DB is open, as

@@ -1,6 +1,6 @@
 package engine
 
-// Crash-safety tests (DESIGN.md, invariant 2): an acknowledged write
+// Crash-safety tests: an acknowledged write
 // survives a crash with the default durability, an unacknowledged one is
 // whole or absent, and a torn journal tail is repaired on open.
 //

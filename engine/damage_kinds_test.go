@@ -1,6 +1,6 @@
 package engine
 
-// The damage matrix (DESIGN.md, invariant 2): every kind of file ebb
+// The damage matrix (damage is repaired or reported, never returned as data): every kind of file ebb
 // writes (the journal's last file, an earlier journal file, a segment file,
 // the MANIFEST, the CLOCK file, the LOCK file) × every kind of damage
 // (truncation at a random offset, a zeroed random range, flipped random

@@ -1,6 +1,6 @@
 package engine
 
-// Damage tests (DESIGN.md, invariant 2): bytes damaged on disk are reported
+// Damage tests: bytes damaged on disk are reported
 // as ErrCorrupt, never returned as data, never skipped silently, never a
 // panic; an Open that refuses a damaged directory changes nothing in it. And
 // a directory is opened by one DB at a time (ErrLocked).

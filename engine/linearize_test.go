@@ -1,6 +1,7 @@
 package engine
 
-// Linearizability (DESIGN.md, invariant 1 under concurrency): many
+// Linearizability (the visible state is a function of the acknowledged
+// writes, the policy history and the clock, under concurrency): many
 // goroutines run Create, Upsert, Replace, Delete (with and without IfMatch)
 // and Read on a few overlapping ids while background compaction and seals
 // move records between memtables, journal and segment files, and
@@ -109,7 +110,7 @@ type linState struct {
 }
 
 // linExpire is the instant a version written at ts with item ttl expires,
-// in a container whose DefaultTTL is linDefaultTTL (spec/TTL.md).
+// in a container whose DefaultTTL is linDefaultTTL (the effective TTL table in policy's doc).
 func linExpire(ts int64, ttl int32) int64 {
 	switch ttl {
 	case 0:

@@ -1,6 +1,6 @@
 package engine
 
-// The reference model of spec/TTL.md used by TestModel (model_test.go).
+// The reference model of the TTL rules (policy's doc, README "TTL rules") used by TestModel (model_test.go).
 //
 // It is written from the spec alone, independently of the engine: it imports
 // neither policy nor index, and it does not compute expiry instants from a
@@ -59,7 +59,7 @@ type mdlModel struct {
 	traps       int // DefaultTTL changes after which an expired item would be live again but for "expiry is final"
 }
 
-// mdlLifetime is the effective TTL table of spec/TTL.md: the number of
+// mdlLifetime is the effective TTL table of the TTL rules: the number of
 // seconds after _ts at which the item expires, and whether it expires at all.
 func mdlLifetime(dttl int64, ttl int32) (int64, bool) {
 	if dttl == mdlTTLOff { // TTL off: nothing expires, item ttl ignored

@@ -1,10 +1,10 @@
 package engine
 
-// TestModel is the model-based (metamorphic) test of DESIGN.md invariant 1:
+// TestModel is the model-based (metamorphic) test of ebb's first invariant:
 // the visible state is a pure function of the acknowledged writes, the
 // policy history and the clock, whatever compaction, sealing and restarts do
 // meanwhile. It runs a seeded random sequence of operations against the
-// engine and against the reference model of spec/TTL.md in model_ref_test.go,
+// engine and against the reference model of the TTL rules in model_ref_test.go,
 // and compares every answer: found or not, the body's user properties, _ts,
 // the etag (the one the write returned), errors by sentinel, Items in id
 // order, Stats.Items exactly.
@@ -392,7 +392,7 @@ func mdlGenOp(rng *rand.Rand) mdlOp {
 	}
 }
 
-// mdlBadTTLs are item ttl values spec/TTL.md rejects.
+// mdlBadTTLs are item ttl values the TTL rules reject.
 var mdlBadTTLs = []string{`0`, `null`, `1.5`, `"10"`, `true`, `{}`, `-2`, `2147483648`, `-2147483649`, `[]`, `-0.5`}
 
 // ---- documents ----

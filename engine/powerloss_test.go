@@ -1,6 +1,7 @@
 package engine
 
-// Power-loss tests (DESIGN.md, invariant 2). SIGKILL (crash_test.go) keeps
+// Power-loss tests (an acknowledged write survives; an unacknowledged one is
+// whole or absent). SIGKILL (crash_test.go) keeps
 // the page cache; a power loss does not. Each round opens the database on a
 // vfs.CrashFS, runs a random workload (creates, upserts, replaces and
 // deletes with and without ttl, batches, DefaultTTL changes, Compact calls,

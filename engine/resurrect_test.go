@@ -22,7 +22,7 @@ func forceSeal(t *testing.T, db *DB) {
 // TestNoResurrection replays the histories in which dropping a dead record
 // could let an older version of the same id come back at the next open:
 // each step seals, runs background compaction rounds and reopens, and the
-// id must stay gone throughout. (Invariant 3 of DESIGN.md.)
+// id must stay gone throughout. (No compaction resurrects a deleted, superseded or expired version.)
 func TestNoResurrection(t *testing.T) {
 	type step func(c *Container)
 	ctx := context.Background()

@@ -1,7 +1,7 @@
 package engine
 
-// TestScale measures, as the data grows, the two costs DESIGN.md ("Targets")
-// requires to grow linearly or better: the heap the index needs per item
+// TestScale measures, as the data grows, the two costs that must
+// grow linearly or better: the heap the index needs per item
 // and the time Open takes. It is skipped unless EBB_SCALE lists the item
 // counts, for example:
 //

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// These tests walk through spec/TTL.md rule by rule through the public API.
+// These tests walk through the TTL rules (policy's doc) rule by rule through the public API.
 
 func TestExpiryIsInvisibleEverywhereAtOnce(t *testing.T) {
 	ctx := context.Background()

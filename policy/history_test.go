@@ -106,7 +106,7 @@ func hist(steps ...step) History {
 	return h
 }
 
-// TestHistoryRules covers the rules of spec/TTL.md about changing a
+// TestHistoryRules covers the TTL rules about changing a
 // container's DefaultTTL.
 func TestHistoryRules(t *testing.T) {
 	const max64 = math.MaxInt64

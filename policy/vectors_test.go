@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// vectors mirrors testdata/ttl-matrix.json (spec/TTL.md's machine-readable
-// cases), read at test time so the cases are never retyped.
+// vectors mirrors testdata/ttl-matrix.json (the TTL rules'
+// machine-readable cases), read at test time so the cases are never retyped.
 type vectors struct {
 	Matrix []struct {
 		Name        string  `json:"name"`
