@@ -177,7 +177,7 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 	res, err := compactor.Rewrite(ctx, srcs, decide, compactor.Output{
 		Create: func() (*segment.Writer, uint32, string, error) {
 			num := db.allocFile()
-			w, err := db.createSegment(num, c.num)
+			w, err := db.createSegment(num, c.num, true)
 			return w, num, db.segmentPath(num), err
 		},
 		MaxFileBytes: maxCompactedFileBytes,

@@ -530,7 +530,7 @@ func TestDamageSegmentData(t *testing.T) {
 	}
 	for _, comp := range []Compression{CompressionZstd, CompressionS2, CompressionNone} {
 		budget := budgets[comp]
-		t.Run(comp.segment().String(), func(t *testing.T) {
+		t.Run(comp.segment(false).String(), func(t *testing.T) {
 			ctx := context.Background()
 			fx := dmgBuild(t, comp)
 			rng := dmgSeed(t)

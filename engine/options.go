@@ -49,7 +49,10 @@ type Options struct {
 	// 32 KiB blocks, for a slightly larger file).
 	BlockSize int
 
-	// Compression is the codec of segment blocks. Default zstd.
+	// Compression is the codec of segment blocks. Default: s2 for the files
+	// sealed from the memtable, which serve most point reads and decode
+	// several times faster, and zstd for the files compaction rewrites,
+	// whose data is older and whose size matters more.
 	Compression Compression
 
 	// BlockCacheSize bounds the cache of decompressed segment blocks, in
@@ -98,7 +101,7 @@ type Options struct {
 type Compression uint8
 
 const (
-	// CompressionDefault is zstd.
+	// CompressionDefault is s2 for sealed files, zstd for compacted ones.
 	CompressionDefault Compression = iota
 	// CompressionZstd: best ratio, fast decoding (github.com/klauspost/compress/zstd).
 	CompressionZstd
@@ -108,15 +111,20 @@ const (
 	CompressionNone
 )
 
-func (c Compression) segment() segment.Compression {
+// segment returns the codec of a new segment file: cold is true for a file
+// that compaction writes, false for one sealed from the memtable.
+func (c Compression) segment(cold bool) segment.Compression {
 	switch c {
 	case CompressionS2:
 		return segment.CompressionS2
 	case CompressionNone:
 		return segment.CompressionNone
-	default:
-		return segment.CompressionZstd
+	case CompressionDefault:
+		if !cold {
+			return segment.CompressionS2
+		}
 	}
+	return segment.CompressionZstd
 }
 
 // withDefaults returns a copy of o with every unset field at its default.

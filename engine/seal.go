@@ -318,7 +318,7 @@ const (
 func (c *Container) writeSealFile(fr *memtable, keep, group []int, hides map[int]bool, locs []index.Loc, older map[uint32]*segFile) (*segFile, error) {
 	db := c.db
 	num := db.allocFile()
-	w, err := db.createSegment(num, c.num)
+	w, err := db.createSegment(num, c.num, false)
 	if err != nil {
 		return nil, err
 	}
@@ -382,19 +382,22 @@ func newestPerID(recs []segment.Record, replaced []bool) (keep []int, hides map[
 	return keep, hides
 }
 
-func (db *DB) writerOptions(container uint32) segment.WriterOptions {
-	return segment.WriterOptions{BlockSize: db.opts.BlockSize, Compression: db.opts.Compression.segment(), Container: container}
+// writerOptions are the options of a new segment file of container; cold
+// is true for files that compaction rewrites, false for files sealed from
+// the memtable (see Options.Compression).
+func (db *DB) writerOptions(container uint32, cold bool) segment.WriterOptions {
+	return segment.WriterOptions{BlockSize: db.opts.BlockSize, Compression: db.opts.Compression.segment(cold), Container: container}
 }
 
 // createSegment creates segment file num, of container, for writing; the
-// Writer's Abort removes it.
-func (db *DB) createSegment(num, container uint32) (*segment.Writer, error) {
+// Writer's Abort removes it. cold is as for writerOptions.
+func (db *DB) createSegment(num, container uint32, cold bool) (*segment.Writer, error) {
 	path := db.segmentPath(num)
 	f, err := vfs.CreateExcl(db.fs, path)
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
-	return segment.NewWriter(f, path, db.writerOptions(container), func() error { return db.fs.Remove(path) })
+	return segment.NewWriter(f, path, db.writerOptions(container, cold), func() error { return db.fs.Remove(path) })
 }
 
 // openSegment opens segment file num for reading.

@@ -76,7 +76,9 @@ func TestDumpDamaged(t *testing.T) {
 	flip(t, seg, 500) // a data block in the middle of the file
 	stdout, stderr, code := ebb(t, "dump", seg)
 	wantCode(t, code, exitFailed, stdout, stderr)
-	if !strings.Contains(stderr, "checksum mismatch") || strings.Count(stderr, "\n") != 1 {
+	// Where byte 500 falls (a block's header or payload) depends on the
+	// codec's output; either way the block is refused as corrupt.
+	if !strings.Contains(stderr, "block ") || !strings.Contains(stderr, "corrupt") || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("stderr %q", stderr)
 	}
 	if n := strings.Count(stdout, "\n"); n < 3 || n >= 32 {
