@@ -151,13 +151,20 @@ func TestPerfDocs(t *testing.T) {
 // container, "bench", whose DefaultTTL is an hour.
 func perfOpen(b *testing.B, dir string, o *Options) (*DB, *Container) {
 	b.Helper()
+	return perfOpenIn(b, dir, o, nil)
+}
+
+// perfOpenIn is perfOpen with the container's ExcludedPaths (when it is
+// created).
+func perfOpenIn(b *testing.B, dir string, o *Options, excluded []string) (*DB, *Container) {
+	b.Helper()
 	db, err := Open(dir, o)
 	if err != nil {
 		b.Fatalf("Open: %v", err)
 	}
 	c, err := db.Container("bench")
 	if errors.Is(err, ErrNotFound) {
-		c, err = db.CreateContainer(context.Background(), ContainerProperties{ID: "bench", DefaultTTL: TTL(3600)})
+		c, err = db.CreateContainer(context.Background(), ContainerProperties{ID: "bench", DefaultTTL: TTL(3600), ExcludedPaths: excluded})
 	}
 	if err != nil {
 		b.Fatalf("container: %v", err)
@@ -206,9 +213,12 @@ func BenchmarkWriteNoSync(b *testing.B) {
 	}
 }
 
-func benchUpsert(b *testing.B, writers int, o *Options) {
+func benchUpsert(b *testing.B, writers int, o *Options) { benchUpsertIn(b, writers, o, nil) }
+
+// benchUpsertIn is benchUpsert in a container with the given ExcludedPaths.
+func benchUpsertIn(b *testing.B, writers int, o *Options, excluded []string) {
 	p := docs1K()
-	db, c := perfOpen(b, b.TempDir(), o)
+	db, c := perfOpenIn(b, b.TempDir(), o, excluded)
 	defer db.Close()
 	ctx := context.Background()
 	b.SetBytes(perfDocSize)
@@ -256,9 +266,28 @@ func BenchmarkWriteBatch100(b *testing.B) { benchBatch(b, 100, nil) }
 // BenchmarkWriteBatch100NoSync is BenchmarkWriteBatch100 with Options.NoSync.
 func BenchmarkWriteBatch100NoSync(b *testing.B) { benchBatch(b, 100, &Options{NoSync: true}) }
 
-func benchBatch(b *testing.B, size int, o *Options) {
+// BenchmarkWriteBatch100NoIndex is BenchmarkWriteBatch100NoSync in a
+// container that indexes no path (ExcludedPaths ["/*"]), as a key-value
+// store is used; its ratio to BenchmarkWriteBatch100NoSync is the cost of
+// indexing every path.
+func BenchmarkWriteBatch100NoIndex(b *testing.B) {
+	benchBatchIn(b, 100, &Options{NoSync: true}, []string{"/*"})
+}
+
+// BenchmarkWriteNoIndex is BenchmarkWrite (fsynced) in a container that
+// indexes no path.
+func BenchmarkWriteNoIndex(b *testing.B) {
+	for _, w := range []int{1, 64} {
+		b.Run(fmt.Sprintf("writers=%d", w), func(b *testing.B) { benchUpsertIn(b, w, nil, []string{"/*"}) })
+	}
+}
+
+func benchBatch(b *testing.B, size int, o *Options) { benchBatchIn(b, size, o, nil) }
+
+// benchBatchIn is benchBatch in a container with the given ExcludedPaths.
+func benchBatchIn(b *testing.B, size int, o *Options, excluded []string) {
 	p := docs1K()
-	db, c := perfOpen(b, b.TempDir(), o)
+	db, c := perfOpenIn(b, b.TempDir(), o, excluded)
 	defer db.Close()
 	ctx := context.Background()
 	b.SetBytes(int64(size) * perfDocSize)

@@ -70,7 +70,23 @@ func (c *Container) commit(ctx context.Context, ops []op) ([]Item, error) {
 	if req.expired > 0 {
 		c.db.observeExpiry(req.expired)
 	}
+	if req.err == nil {
+		req.renderItems()
+	}
 	return req.items, req.err
+}
+
+// renderItems completes the items apply returned with their etags and
+// bodies. The writer does it once its request is answered, so that the
+// commit loop and the container lock are not held up by copying bodies.
+func (r *commitReq) renderItems() {
+	for i := range r.items {
+		if rec := &r.recs[i]; rec.Op == segment.OpPut {
+			it := &r.items[i]
+			it.ETag = etagOf(rec.Seq)
+			it.Body = renderBody(nil, rec.Body, rec.TS, it.ETag)
+		}
+	}
 }
 
 // control runs fn in the commit loop, serialized with all writes.
@@ -297,7 +313,8 @@ func (c *Container) apply(r *commitReq) {
 		c.applyRecord(*rec, r.sizes[i])
 		if rec.Op == segment.OpPut {
 			c.indexWriteLocked(&r.ops[i], rec)
-			r.items[i] = makeItem(rec, c.history.ExpiresAt(rec.TS, rec.TTL))
+			// ETag and Body are added by renderItems, outside the lock.
+			r.items[i] = Item{ID: rec.ID, TS: rec.TS, ExpiresAt: itemExpiry(c.history.ExpiresAt(rec.TS, rec.TTL))}
 		}
 	}
 }

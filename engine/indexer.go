@@ -38,6 +38,10 @@ type indexConfig struct {
 	mode  IndexingMode
 	paths *query.PathMatcher // nil for IndexingNone
 	gen   uint64             // bumped by every policy change
+	// terms is false when no document path can be indexed (IndexingNone,
+	// or a policy such as ExcludedPaths ["/*"]): writes then compute and
+	// set no terms at all.
+	terms bool
 }
 
 // indexed reports whether terms at term path p are kept.
@@ -103,11 +107,13 @@ func (c *Container) setIndexingLocked(props ContainerProperties) {
 			m = nil
 		}
 		cfg.paths = m
+		// IndexedUnder("") is false only when every path is excluded.
+		cfg.terms = m != nil && m.IndexedUnder("")
 	}
 	c.ix.cfg.Store(cfg)
 	c.idx.ClearTerms()
 	c.ix.lazy, c.ix.retry, c.ix.cursor = nil, nil, 0
-	c.ix.building = cfg.paths != nil && c.idx.Len() > 0
+	c.ix.building = cfg.terms && c.idx.Len() > 0
 	c.ix.ready = !c.ix.building
 	if c.ix.building {
 		c.db.kickIndex()
@@ -119,7 +125,7 @@ func (c *Container) setIndexingLocked(props ContainerProperties) {
 // when _ts and _etag are known.
 func (c *Container) writeTerms(o *op) {
 	cfg := c.ix.cfg.Load()
-	if o.kind == opDelete || cfg == nil || cfg.mode != IndexingConsistent || cfg.paths == nil {
+	if o.kind == opDelete || cfg == nil || cfg.mode != IndexingConsistent || !cfg.terms {
 		return
 	}
 	o.termsGen = cfg.gen
@@ -132,7 +138,7 @@ func (c *Container) writeTerms(o *op) {
 // has no terms, and queries re-check documents, so the cost is a missed
 // candidate, never a wrong one.
 func bodyTerms(body []byte, cfg *indexConfig, dst []index.Term) []index.Term {
-	if cfg.paths == nil {
+	if !cfg.terms {
 		return dst
 	}
 	var buf [32]query.Term // most documents' terms fit: no slice on the heap
@@ -169,7 +175,7 @@ func systemTerms(cfg *indexConfig, ts int64, seq uint64, dst []index.Term) []ind
 func (c *Container) indexWriteLocked(o *op, rec *segment.Record) {
 	cfg := c.ix.cfg.Load()
 	switch {
-	case cfg == nil || cfg.paths == nil:
+	case cfg == nil || !cfg.terms:
 	case cfg.mode == IndexingConsistent:
 		terms := o.terms
 		if !o.termsSet || o.termsGen != cfg.gen {

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// TestWriteTermsOnlyForIndexedPaths: a write computes and sets secondary
+// index terms exactly when its container's policy can index some path; a
+// policy that excludes every path (as a key-value container does) costs
+// writes nothing, and queries still answer from the documents.
+func TestWriteTermsOnlyForIndexedPaths(t *testing.T) {
+	cases := []struct {
+		name      string
+		props     ContainerProperties
+		wantTerms bool
+	}{
+		{"default policy", ContainerProperties{}, true},
+		{"one path included", ContainerProperties{IncludedPaths: []string{"/a/?"}}, true},
+		{"every path excluded", ContainerProperties{ExcludedPaths: []string{"/*"}}, false},
+		{"excluded but _ts included", ContainerProperties{IncludedPaths: []string{"/_ts/?"}, ExcludedPaths: []string{"/*"}}, true},
+		{"lazy, every path excluded", ContainerProperties{Indexing: IndexingLazy, ExcludedPaths: []string{"/*"}}, false},
+		{"indexing none", ContainerProperties{Indexing: IndexingNone}, false},
+	}
+	ctx := context.Background()
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, t.TempDir(), newFakeClock(1_000_000))
+			defer db.Close()
+			tc.props.ID = fmt.Sprintf("c%d", i)
+			c := mustCreateContainer(t, db, tc.props)
+
+			o, err := newOp(opUpsert, []byte(`{"id":"x","a":1,"b":{"c":"d"}}`), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.writeTerms(&o)
+			consistent := tc.props.Indexing == IndexingConsistent || tc.props.Indexing == 0
+			if want := tc.wantTerms && consistent; o.termsSet != want || !want && o.terms != nil {
+				t.Errorf("writeTerms: termsSet %v with %d terms, want termsSet %v", o.termsSet, len(o.terms), want)
+			}
+
+			for n := range 20 {
+				if _, err := c.Upsert(ctx, fmt.Appendf(nil, `{"id":"i%d","a":%d}`, n, n%3)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitIndexed(t, c)
+			c.mu.RLock()
+			_, hasTerms := c.idx.TermsSeq("i0")
+			c.mu.RUnlock()
+			if hasTerms != tc.wantTerms {
+				t.Errorf("item i0 has terms in the index: %v, want %v", hasTerms, tc.wantTerms)
+			}
+			found := 0
+			for _, err := range c.Query(ctx, "SELECT * FROM c WHERE c.a = 1") {
+				if err != nil {
+					t.Fatal(err)
+				}
+				found++
+			}
+			if found != 7 {
+				t.Errorf("query found %d items, want 7", found)
+			}
+		})
+	}
+}
