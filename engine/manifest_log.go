@@ -2,14 +2,11 @@ package engine
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/vmihailenco/msgpack/v5"
@@ -179,30 +176,8 @@ func repairManifest(fsys vfs.FS, dir string, data []byte, keep int) error {
 	if err := fsys.MkdirAll(broken, 0o755); err != nil {
 		return fmt.Errorf("ebb: repair MANIFEST: %w", err)
 	}
-	stamp := time.Now().UTC().Format("20060102T150405.000000000Z")
-	for i := 0; ; i++ {
-		name := fmt.Sprintf("%s.%s-%d.broken", manifestName, stamp, i)
-		f, err := fsys.OpenFile(filepath.Join(broken, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("ebb: repair MANIFEST: keep a copy: %w", err)
-		}
-		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = fsys.SyncDir(broken)
-		}
-		if err != nil {
-			return fmt.Errorf("ebb: repair MANIFEST: keep a copy: %w", err)
-		}
-		break
+	if _, err := vfs.KeepCopy(fsys, broken, manifestName, data); err != nil {
+		return fmt.Errorf("ebb: repair MANIFEST: keep a copy: %w", err)
 	}
 	// The sound prefix is rewritten whole rather than truncated in place,
 	// so the result is atomic like every other MANIFEST rewrite.

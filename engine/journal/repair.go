@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/ebbdb/ebb/engine/vfs"
 )
@@ -171,38 +170,11 @@ func keepBrokenCopy(fsys vfs.FS, brokenDir, name string, data []byte) (string, e
 	if err := mkdirAllSync(fsys, brokenDir); err != nil {
 		return "", err
 	}
-	stamp := time.Now().UTC().Format("20060102T150405.000000000Z")
-	for i := 0; ; i++ {
-		base := name + "." + stamp + ".broken"
-		if i > 0 {
-			base = fmt.Sprintf("%s.%s-%d.broken", name, stamp, i)
-		}
-		path := filepath.Join(brokenDir, base)
-		f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("journal: keeping a copy of a torn segment: %w", err)
-		}
-		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = syncDir(fsys, brokenDir)
-		}
-		if err != nil {
-			if rerr := fsys.Remove(path); rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
-				fsys.SyncDir(brokenDir)
-			}
-			return "", fmt.Errorf("journal: keeping a copy of a torn segment: %w", err)
-		}
-		return path, nil
+	path, err := vfs.KeepCopy(fsys, brokenDir, name, data)
+	if err != nil {
+		return "", fmt.Errorf("journal: keeping a copy of a torn segment: %w", err)
 	}
+	return path, nil
 }
 
 // truncateSync cuts the file at size and fsyncs it.
