@@ -277,22 +277,26 @@ func (db *DB) observeExpiry(t int64) {
 // it is damaged or it cannot be read (the manifest and the records' _ts
 // still bound the clock from below). The offline tools use it.
 func readClockFile(dir string) clockFile {
-	f, _ := loadClockFile(vfs.OS, dir)
+	f, _, _ := loadClockFile(vfs.OS, dir)
 	return f
 }
 
 // loadClockFile returns dir's CLOCK file, or a zero one if there is none or
-// it is damaged. An error reading it is returned: Open must not lower the
+// it is damaged (damaged then holds its size, for Open's warning; -1
+// otherwise). An error reading it is returned: Open must not lower the
 // clock's floor because of a passing I/O error.
-func loadClockFile(fsys vfs.FS, dir string) (clockFile, error) {
+func loadClockFile(fsys vfs.FS, dir string) (f clockFile, damaged int, err error) {
 	path := filepath.Join(dir, clockName)
 	b, err := fsys.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return clockFile{}, nil
+		return clockFile{}, -1, nil
 	}
 	if err != nil {
-		return clockFile{}, fmt.Errorf("ebb: read %s: %w", path, err)
+		return clockFile{}, -1, fmt.Errorf("ebb: read %s: %w", path, err)
 	}
-	f, _ := decodeClockFile(b)
-	return f, nil
+	f, ok := decodeClockFile(b)
+	if !ok {
+		return clockFile{}, len(b), nil
+	}
+	return f, -1, nil
 }

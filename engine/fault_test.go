@@ -538,7 +538,7 @@ func testFaultClock(t *testing.T) {
 			want := e.clk.Unix()
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				f, err := loadClockFile(vfs.OS, e.dir)
+				f, _, err := loadClockFile(vfs.OS, e.dir)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -31,11 +31,19 @@ func (db *DB) recover() error {
 		return fmt.Errorf("ebb: open %s: %w", db.dir, err)
 	}
 	db.nextFile, db.nextContainer, db.journalFrom = m.NextFile, m.NextContainer, m.JournalFrom
-	clockFile, err := loadClockFile(db.fs, db.dir)
+	clockFile, damaged, err := loadClockFile(db.fs, db.dir)
 	if err != nil {
 		return err
 	}
-	db.checkClockFile()
+	if damaged >= 0 {
+		// Open goes on: the CLOCK file only raises the floor between
+		// manifest writes, and the MANIFEST and the records' _ts still bound
+		// it from below, so an expired item can come back only for the
+		// seconds since the last manifest write. The next clock write
+		// replaces the file.
+		db.log.Warn("ebb: the CLOCK file does not decode; ignored, the MANIFEST's clock is the floor until it is rewritten",
+			"file", filepath.Join(db.dir, clockName), "size", damaged)
+	}
 	floor := max(m.Clock, clockFile.high)
 	db.clock = newClock(db.opts.Clock, floor, db.log)
 	db.clockPersisted.Store(floor)
@@ -102,25 +110,6 @@ func (db *DB) recover() error {
 		c.mu.Unlock()
 	}
 	return nil
-}
-
-// checkClockFile warns when the CLOCK file exists but did not decode
-// (loadClockFile reads such a file as 0). Open goes on: the CLOCK file only
-// raises the clock's floor between manifest writes, and the MANIFEST and
-// the records' _ts still bound it from below, so an expired item can come
-// back only for the seconds since the last manifest write. The next clock
-// write replaces the file.
-func (db *DB) checkClockFile() {
-	path := filepath.Join(db.dir, clockName)
-	b, err := db.fs.ReadFile(path)
-	if err != nil {
-		return // none (or unreadable, which loadClockFile reported)
-	}
-	if _, ok := decodeClockFile(b); ok {
-		return
-	}
-	db.log.Warn("ebb: the CLOCK file does not decode; ignored, the MANIFEST's clock is the floor until it is rewritten",
-		"file", path, "size", len(b))
 }
 
 // checkEmpty refuses to create a new database over files that look like
