@@ -441,7 +441,7 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				j += 2
 			case 'u':
-				if !isHex4(b, j+2) {
+				if _, ok := query.Hex4(b, j+2); !ok {
 					return 0, false, syntaxError(b, j, "invalid \\u escape in string")
 				}
 				if j, err = scanSurrogates(b, j); err != nil {
@@ -464,36 +464,13 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	}
 }
 
-// isHex4 reports whether b[i:i+4] are four hex digits.
-func isHex4(b []byte, i int) bool {
-	if i+4 > len(b) {
-		return false
-	}
-	return isHex(b[i]) && isHex(b[i+1]) && isHex(b[i+2]) && isHex(b[i+3])
-}
-
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a':
-			r = r<<4 | rune(c-'a'+10)
-		default:
-			r = r<<4 | rune(c-'A'+10)
-		}
-	}
-	return r
-}
-
 // scanSurrogates checks the valid \u escape at b[j] and returns the index
 // past it, or past the pair when it opens a UTF-16 surrogate pair. A
 // surrogate escape that is not half of a pair is refused: decoders replace
 // it with U+FFFD, so two different strings (ids among them) would read as
 // one.
 func scanSurrogates(b []byte, j int) (int, error) {
-	r := hex4(b[j+2:])
+	r, _ := query.Hex4(b, j+2) // the caller checked the digits
 	switch {
 	case r < 0xd800 || r >= 0xe000:
 		return j + 6, nil
@@ -503,10 +480,11 @@ func scanSurrogates(b []byte, j int) (int, error) {
 			return 0, syntaxError(b, k, "unterminated string")
 		}
 		if k+1 < len(b) && b[k] == '\\' && b[k+1] == 'u' {
-			if !isHex4(b, k+2) {
+			lo, ok := query.Hex4(b, k+2)
+			if !ok {
 				return 0, syntaxError(b, k, "invalid \\u escape in string")
 			}
-			if lo := hex4(b[k+2:]); lo >= 0xdc00 && lo < 0xe000 {
+			if lo >= 0xdc00 && lo < 0xe000 {
 				return k + 6, nil
 			}
 		}

@@ -326,7 +326,7 @@ func unescape[T string | []byte](s T, i int) (r rune, next int, ok bool) {
 	case 't':
 		return '\t', i + 1, true
 	case 'u':
-		r, ok := hex4(s, i+1)
+		r, ok := Hex4(s, i+1)
 		if !ok {
 			return 0, i, false
 		}
@@ -334,7 +334,7 @@ func unescape[T string | []byte](s T, i int) (r rune, next int, ok bool) {
 		if utf16.IsSurrogate(r) {
 			r2, ok2 := rune(-1), false
 			if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-				r2, ok2 = hex4(s, i+2)
+				r2, ok2 = Hex4(s, i+2)
 			}
 			if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
 				return dec, i + 6, true
@@ -346,8 +346,9 @@ func unescape[T string | []byte](s T, i int) (r rune, next int, ok bool) {
 	return 0, i, false
 }
 
-// hex4 parses the four hex digits at s[i:].
-func hex4[T string | []byte](s T, i int) (rune, bool) {
+// Hex4 parses the four hex digits at s[i:] (of a \uXXXX escape); ok is
+// false when they are not four hex digits. The write validator shares it.
+func Hex4[T string | []byte](s T, i int) (rune, bool) {
 	if i < 0 || i+4 > len(s) {
 		return 0, false
 	}

@@ -122,7 +122,7 @@ func (s *termScanner) skipString() bool {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if _, ok := hex4(doc, i+2); !ok {
+				if _, ok := Hex4(doc, i+2); !ok {
 					return false
 				}
 				i += 6
