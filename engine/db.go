@@ -365,7 +365,7 @@ func (db *DB) manifestLocked() *manifest {
 }
 
 func (db *DB) segmentPath(num uint32) string {
-	return filepath.Join(db.dir, segmentDir, fmt.Sprintf("%08d.seg", num))
+	return filepath.Join(db.dir, segmentDir, segmentFileName(num))
 }
 
 // allocFile reserves a segment file number.

@@ -83,6 +83,9 @@ func quoteAll(names []string) []string {
 	return out
 }
 
+// segmentFileName is the name of segment file num in the segment folder.
+func segmentFileName(num uint32) string { return fmt.Sprintf("%08d.seg", num) }
+
 // segmentFileNum parses the name of a segment file ebb wrote, NNNNNNNN.seg
 // (eight or more decimal digits). Anything else is not ebb's.
 func segmentFileNum(name string) (uint32, bool) {
@@ -96,7 +99,7 @@ func segmentFileNum(name string) (uint32, bool) {
 		}
 	}
 	n, err := strconv.ParseUint(digits, 10, 32)
-	if err != nil || fmt.Sprintf("%08d.seg", n) != name {
+	if err != nil || segmentFileName(uint32(n)) != name {
 		return 0, false
 	}
 	return uint32(n), true

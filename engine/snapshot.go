@@ -252,7 +252,7 @@ func journalNames(jdir string) (map[string]bool, bool) {
 	return names, busy
 }
 
-func segmentRel(num uint32) string { return segmentDir + "/" + fmt.Sprintf("%08d.seg", num) }
+func segmentRel(num uint32) string { return segmentDir + "/" + segmentFileName(num) }
 
 // readJournal decodes every journal file.
 func (s *snapshot) readJournal() error {
