@@ -97,7 +97,7 @@ func Verify(dir string) (*VerifyReport, error) {
 	v.segments()
 	v.journal()
 	v.rebuild()
-	v.bodies()
+	v.journalBodies()
 	v.extras()
 	return v.rep, nil
 }
@@ -223,7 +223,7 @@ func (v *verifier) segments() {
 		if st.Container != cm.Num {
 			v.problem(sv.rel, st.FileBytes-128, "", "footer says container %d, the %s names it for container %q (%d)", st.Container, manifestName, cm.ID, cm.Num)
 		}
-		if err := sv.r.Verify(); err != nil {
+		if err := sv.r.VerifyEach(v.bodyCheck(sv.rel)); err != nil {
 			v.segmentProblem(sv.rel, err)
 			sv.index = nil // not to be trusted for the rebuild
 		}

@@ -7,7 +7,14 @@ import "fmt"
 // that the index agrees with the records entry for entry, and that the
 // footer's Stats agree with both. It returns the first problem found, a
 // *CorruptError (wrapping ErrCorrupt) when it is damage.
-func (r *Reader) Verify() error {
+func (r *Reader) Verify() error { return r.VerifyEach(nil) }
+
+// VerifyEach is Verify that also hands each record to fn, when fn is not
+// nil, once the record has passed its checks, so that a caller can check
+// what it needs of every record in the same read of the file. The record's
+// Body is valid only during the call. An error from fn ends the check and
+// is returned as it is.
+func (r *Reader) VerifyEach(fn func(*RecordAt) error) error {
 	entries, err := r.Index()
 	if err != nil {
 		return err
@@ -55,6 +62,11 @@ func (r *Reader) Verify() error {
 		got.RawBytes += int64(size)
 		blocks = int64(at.Handle.Block) + 1
 		i++
+		if fn != nil {
+			if err := fn(&at); err != nil {
+				return err
+			}
+		}
 	}
 	got.Blocks = blocks
 	if i != len(entries) {
