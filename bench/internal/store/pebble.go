@@ -5,9 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
-	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Pebble at its defaults but for durability (commits with pebble.Sync, or
@@ -56,10 +57,13 @@ func openPebble(dir string, o Options) (Store, error) {
 }
 
 // quietLogger drops Pebble's informational messages (WAL replay notes);
-// fatal ones still stop the program.
+// errors go to stderr and fatal ones still stop the program.
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
@@ -168,7 +172,7 @@ func (s *pebbleStore) compact() error {
 	var errs []error
 	for p, r := range s.ranges {
 		hi := append(r[1], 0) // Compact's end is exclusive
-		errs = append(errs, s.db.Compact(r[0], hi, false))
+		errs = append(errs, s.db.Compact(context.Background(), r[0], hi, false))
 		delete(s.ranges, p)
 	}
 	return errors.Join(errs...)
