@@ -44,7 +44,8 @@ type commitReq struct {
 	seq     uint64
 	recs    []segment.Record
 	sizes   []int
-	payload []byte
+	plain   []byte // the records, encoded one after another
+	payload []byte // plain as the journal stores it (segment.AppendPayload)
 	items   []Item
 	err     error
 	// expired is the expiry instant of an item whose having expired
@@ -210,6 +211,7 @@ outer:
 			r.finish(err)
 			continue
 		}
+		r.payload = segment.AppendPayload(r.payload[:0], r.plain)
 		for _, o := range r.ops {
 			touched[key{r.c, o.id}] = struct{}{}
 		}
@@ -247,7 +249,7 @@ outer:
 }
 
 // prepare validates r's ops against the index at now and encodes its
-// records with sequence seq. Nothing is changed.
+// records with sequence seq into r.plain. Nothing is changed.
 func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -261,7 +263,7 @@ func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
 	for i := range r.ops {
 		size += len(r.ops[i].body) + len(r.ops[i].id) + recordOverhead
 	}
-	r.payload = slices.Grow(r.payload[:0], size)
+	r.plain = slices.Grow(r.plain[:0], size)
 	for i, o := range r.ops {
 		if err := c.check(o, now); err != nil {
 			if !errors.Is(err, ErrConflict) {
@@ -276,10 +278,10 @@ func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
 		if o.kind == opDelete {
 			rec.Op, rec.TTL, rec.Body = segment.OpDelete, 0, nil
 		}
-		n := len(r.payload)
-		r.payload = segment.AppendRecord(r.payload, &rec)
+		n := len(r.plain)
+		r.plain = segment.AppendRecord(r.plain, &rec)
 		r.recs = append(r.recs, rec)
-		r.sizes = append(r.sizes, len(r.payload)-n)
+		r.sizes = append(r.sizes, len(r.plain)-n)
 	}
 	return nil
 }

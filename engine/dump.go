@@ -155,8 +155,13 @@ func dumpJournal(path string) iter.Seq2[DumpRecord, error] {
 				yield(DumpRecord{}, err)
 				return
 			}
-			for off, n, k := 0, 0, 0; off < len(e.Payload); off, k = off+n, k+1 {
-				if n, err = segment.DecodeRecord(e.Payload[off:], &rec); err != nil {
+			plain, err := segment.DecodePayload(e.Payload, nil)
+			if err != nil {
+				yield(DumpRecord{}, entryRecordError(path, e, 0, err))
+				return
+			}
+			for off, n, k := 0, 0, 0; off < len(plain); off, k = off+n, k+1 {
+				if n, err = segment.DecodeRecord(plain[off:], &rec); err != nil {
 					yield(DumpRecord{}, entryRecordError(path, e, off, err))
 					return
 				}

@@ -184,6 +184,12 @@ func (db *DB) replay() error {
 	}
 	var rec segment.Record
 	return db.jnl.Replay(from, func(seq uint64, payload []byte) error {
+		// The payload is ours to keep (and a compressed one decodes into
+		// a buffer of its own), so the records' bodies alias it.
+		payload, err := segment.DecodePayload(payload, nil)
+		if err != nil {
+			return fmt.Errorf("ebb: journal entry %d: %w", seq, err)
+		}
 		for off := 0; off < len(payload); {
 			n, err := segment.DecodeRecord(payload[off:], &rec)
 			if err != nil {
@@ -197,9 +203,7 @@ func (db *DB) replay() error {
 			if c == nil {
 				continue // its container was deleted
 			}
-			r := rec
-			r.Body = append([]byte(nil), rec.Body...) // rec.Body aliases the journal's buffer
-			c.applyRecord(r, n)
+			c.applyRecord(rec, n)
 			if db.raisesFloor(rec.Seq) {
 				db.clock.observe(rec.TS)
 			}

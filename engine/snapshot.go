@@ -294,9 +294,14 @@ func (s *snapshot) readJournal() error {
 				f.sealed++
 				continue
 			}
-			for off, n, k := 0, 0, 0; off < len(e.Payload); off, k = off+n, k+1 {
+			plain, err := segment.DecodePayload(e.Payload, nil)
+			if err != nil {
+				f.err = entryRecordError(path, e, 0, err)
+				break
+			}
+			for off, n, k := 0, 0, 0; off < len(plain); off, k = off+n, k+1 {
 				jr := jRecord{seq: e.Seq, offset: e.Offset, index: k}
-				if n, err = segment.DecodeRecord(e.Payload[off:], &jr.rec); err != nil {
+				if n, err = segment.DecodeRecord(plain[off:], &jr.rec); err != nil {
 					f.err = entryRecordError(path, e, off, err)
 					break
 				}
