@@ -208,6 +208,7 @@ func (c *Container) fetchAt(id string, now int64, rec *segment.Record) (expires 
 	f.acquire()
 	c.mu.RUnlock()
 	defer f.release()
+	rec.ID = id // Get keeps it when the record's id is the same: no copy
 	if err := f.r.Get(segment.Handle{Block: s.Loc.Block, Off: s.Loc.Off}, rec); err != nil {
 		return 0, fmt.Errorf("ebb: read item %q: %w", id, err)
 	}

@@ -56,7 +56,11 @@ type Options struct {
 	Compression Compression
 
 	// BlockCacheSize bounds the cache of decompressed segment blocks, in
-	// bytes. Default 64 MiB.
+	// bytes: a point read served from it decompresses nothing. The cache
+	// fills only as blocks are read. Default: an eighth of the machine's
+	// memory, at least 64 MiB and at most 8 GiB (64 MiB when the memory
+	// cannot be read), so that a store of a few hundred MB is read from
+	// memory once each block has been read once.
 	BlockCacheSize int64
 
 	// CompactionInterval is how often the background compactor looks for
@@ -146,7 +150,7 @@ func (o *Options) withDefaults() Options {
 		out.BlockSize = 8 << 10
 	}
 	if out.BlockCacheSize <= 0 {
-		out.BlockCacheSize = 64 << 20
+		out.BlockCacheSize = defaultBlockCacheSize(physicalMemory())
 	}
 	if out.CompactionInterval == 0 {
 		out.CompactionInterval = time.Second
@@ -168,4 +172,10 @@ func (o *Options) withDefaults() Options {
 	}
 	out.FS = vfs.Default(out.FS)
 	return out
+}
+
+// defaultBlockCacheSize is the default BlockCacheSize on a machine with mem
+// bytes of memory (0: unknown).
+func defaultBlockCacheSize(mem int64) int64 {
+	return min(max(mem/8, 64<<20), 8<<30)
 }

@@ -170,14 +170,19 @@ func (r *Reader) Index() ([]IndexEntry, error) {
 }
 
 // Get reads the record at h into rec, through the block cache if there is
-// one. rec.Body is a fresh copy that the caller owns (it never aliases cache
-// memory, which may be evicted and reused); rec.ID is a copy as well.
+// one. With a cache, rec.Body aliases the cached block, which is never
+// written again (an evicted block is dropped, not reused), so it stays valid
+// for as long as the caller holds it but must not be modified; without one
+// it is a fresh copy. rec.ID is left as it is when it already holds the
+// record's id (a caller that knows the id saves an allocation), and is a
+// copy otherwise.
 func (r *Reader) Get(h Handle, rec *Record) error {
 	if int64(h.Block) >= r.ft.stats.Blocks {
 		return fmt.Errorf("segment %s: handle %s: no such block", r.path, h)
 	}
 	var raw []byte
 	c := r.opts.Cache
+	shared := c != nil // raw is an immutable block the cache may hold
 	if c != nil {
 		key := cacheKey{r.opts.FileNum, h.Block}
 		var ok bool
@@ -204,7 +209,9 @@ func (r *Reader) Get(h Handle, rec *Record) error {
 		return r.damaged(atRecord(int(h.Block), off, int(h.Off)), err,
 			fmt.Sprintf("block %d at offset %d: record at %d", h.Block, off, h.Off))
 	}
-	rec.Body = bytes.Clone(rec.Body)
+	if !shared {
+		rec.Body = bytes.Clone(rec.Body)
+	}
 	return nil
 }
 
