@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -94,10 +95,21 @@ type Journal struct {
 	tailSize int
 	tailPath string
 	// dirDirty records that a segment file was created since the folder was
-	// last fsynced (only with NoSync; otherwise Append fsyncs at once).
+	// last fsynced.
 	dirDirty bool
 	failed   error
 	closed   bool
+
+	// syncMu serializes fsyncs of the tail (SyncTo), which run without mu so
+	// that Write goes on meanwhile; it guards syncFile, a descriptor of the
+	// file at syncPath (the tail when it was opened) used only to fsync it:
+	// fsync makes every write to the file durable, whichever descriptor
+	// made it.
+	syncMu   sync.Mutex
+	syncFile *os.File
+	syncPath string
+	// synced is the last seq known durable.
+	synced atomic.Uint64
 
 	// first and last are tidwall's FirstIndex and LastIndex, written under
 	// mu and read without it. When the log is empty, first == last+1.
@@ -252,6 +264,19 @@ func (j *Journal) Size() int64 { return j.size.Load() }
 // call returns an error wrapping ErrFailed; the entries may or may not have
 // reached the disk.
 func (j *Journal) Append(payloads ...[]byte) (first uint64, err error) {
+	first, err = j.Write(payloads...)
+	if err != nil || j.opts.NoSync {
+		return first, err
+	}
+	return first, j.SyncTo(first + uint64(len(payloads)) - 1)
+}
+
+// Write is Append without the fsync, whatever Options.NoSync says: the
+// entries are written to the tail file (the operating system's cache) and
+// become durable with a later SyncTo, Sync or Close. It lets a caller
+// pipeline its commits: write one group while the fsync of the previous one
+// runs, since SyncTo does not hold up Write.
+func (j *Journal) Write(payloads ...[]byte) (first uint64, err error) {
 	if len(payloads) == 0 {
 		return 0, fmt.Errorf("%w: no payloads to append", ErrEmptyPayload)
 	}
@@ -327,20 +352,76 @@ func (j *Journal) Append(payloads ...[]byte) (first uint64, err error) {
 	j.size.Add(int64(total))
 	if len(created) > 0 {
 		j.tailPath = filepath.Join(j.dir, segmentName(created[len(created)-1]))
-	}
-	if !j.opts.NoSync {
-		if err := j.syncTail(); err != nil {
-			return 0, j.fail(fmt.Errorf("fsync entries %d..%d: %w", first, last, err))
-		}
-	}
-	if len(created) > 0 {
-		if j.opts.NoSync {
-			j.dirDirty = true
-		} else if err := syncDir(j.fs, j.dir); err != nil {
-			return 0, j.fail(err)
-		}
+		j.dirDirty = true
 	}
 	return first, nil
+}
+
+// SyncTo makes every entry up to seq durable, and returns at once if they
+// are already. It fsyncs the tail file as it is when SyncTo starts, and the
+// folder if a segment file was created since its last fsync; the files
+// before the tail were fsynced by tidwall when it filled them. The fsync
+// runs without the lock that Write takes, so writes of later entries go on
+// meanwhile, and one fsync covers every entry written before it starts.
+// A failed fsync fails the journal (ErrFailed).
+func (j *Journal) SyncTo(seq uint64) error {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	j.mu.Lock()
+	if err := j.usable(); err != nil {
+		j.mu.Unlock()
+		return err
+	}
+	if j.synced.Load() >= seq {
+		j.mu.Unlock()
+		return nil // a concurrent SyncTo covered it
+	}
+	path, size, last, dirty := j.tailPath, j.tailSize, j.last.Load(), j.dirDirty
+	j.dirDirty = false
+	j.mu.Unlock()
+
+	err := j.syncTailFile(path, int64(size))
+	if err == nil && dirty {
+		err = syncDir(j.fs, j.dir)
+	}
+	if err != nil {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if j.failed != nil {
+			return j.usable()
+		}
+		return j.fail(fmt.Errorf("fsync entries up to %d: %w", last, err))
+	}
+	j.synced.Store(max(j.synced.Load(), last))
+	return nil
+}
+
+// syncTailFile fsyncs the tail file at path through the journal's own
+// descriptor of it (tidwall writes it with package os, so it is opened with
+// package os too, and the hook is told, as for tidwall's own calls), and
+// reports to the hook that size bytes of it are durable. j.syncMu is held.
+func (j *Journal) syncTailFile(path string, size int64) error {
+	if j.syncPath != path {
+		if j.syncFile != nil {
+			j.syncFile.Close()
+			j.syncFile, j.syncPath = nil, ""
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("open %s to fsync it: %w", path, err)
+		}
+		j.syncFile, j.syncPath = f, path
+	}
+	if err := j.before(vfs.OpSync, path, nil); err != nil {
+		return err
+	}
+	if err := j.syncFile.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	if j.hook != nil {
+		j.hook.Synced(path, size)
+	}
+	return nil
 }
 
 // before asks the hook, if any, whether tidwall may create the segment
@@ -541,30 +622,17 @@ func (j *Journal) TruncateFront(seq uint64) error {
 	return nil
 }
 
-// Sync makes every appended entry durable: it fsyncs the tail segment file
-// and, if a segment file was created since the last fsync of the folder, the
-// folder. Only needed with Options.NoSync.
+// Sync makes every entry written so far durable (SyncTo the last one).
+// Only needed with Options.NoSync, or after Write.
 func (j *Journal) Sync() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if err := j.usable(); err != nil {
-		return err
-	}
-	if err := j.syncTail(); err != nil {
-		return j.fail(err)
-	}
-	if j.dirDirty {
-		if err := syncDir(j.fs, j.dir); err != nil {
-			return j.fail(err)
-		}
-		j.dirDirty = false
-	}
-	return nil
+	return j.SyncTo(j.last.Load())
 }
 
 // Close syncs and closes the journal. Closing a failed journal releases what
 // tidwall lets go of and returns an error wrapping ErrFailed.
 func (j *Journal) Close() error {
+	j.syncMu.Lock() // the order SyncTo takes them in
+	defer j.syncMu.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
@@ -587,6 +655,10 @@ func (j *Journal) Close() error {
 	}
 	if err == nil && j.hook != nil {
 		j.reportSynced(j.tailPath)
+	}
+	if j.syncFile != nil {
+		j.syncFile.Close()
+		j.syncFile, j.syncPath = nil, ""
 	}
 	return err
 }

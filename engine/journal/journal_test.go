@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sync"
+	"syscall"
 	"testing"
 	"unsafe"
 
@@ -348,9 +349,12 @@ func TestFailedWrite(t *testing.T) {
 
 func TestFailedSync(t *testing.T) {
 	l := newLayout(t)
-	j := l.open(t, Options{NoSync: true})
+	fsys := vfs.NewFaultFS(nil, 1)
+	j := l.open(t, Options{NoSync: true, FS: fsys})
 	appendSeqs(t, j, 1, 10)
-	closeTidwallFile(t, j)
+	// The journal fsyncs the tail through a descriptor of its own, so the
+	// failure comes from the file layer, as from the disk.
+	fsys.Inject(vfs.Rule{Op: vfs.OpSync, Path: "journal", Err: syscall.EIO})
 	if err := j.Sync(); !errors.Is(err, ErrFailed) {
 		t.Fatalf("Sync with a failing fsync: %v, want ErrFailed", err)
 	}

@@ -327,7 +327,10 @@ func (c *CrashFS) Before(op Op, path string) error {
 }
 
 // Synced implements Hook: size bytes of path are durable, unless the power
-// is already lost.
+// is already lost. A report of fewer bytes than an earlier one changes
+// nothing: an fsync that started before a later one finished (the journal
+// fsyncs the tail while tidwall may fill and fsync it) cannot make bytes
+// that one made durable volatile again.
 func (c *CrashFS) Synced(path string, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -335,7 +338,7 @@ func (c *CrashFS) Synced(path string, size int64) {
 		return
 	}
 	if n := c.live[filepath.Clean(path)]; n != nil {
-		n.synced = size
+		n.synced = max(n.synced, size)
 	}
 }
 
