@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/ebbdb/ebb/index"
@@ -11,15 +12,19 @@ import (
 )
 
 // Group commit. Every mutation goes through one goroutine, the commit loop,
-// which owns the journal. It takes whatever requests are waiting, validates
-// each against the index as of that moment, writes all that passed as
-// consecutive journal entries with one fsync, then applies them to the
-// memtables and index and answers them. Many concurrent writers thus share
-// one fsync, a write is acknowledged only after its fsync, and readers never
-// see a write that is not yet durable.
+// which owns the journal's writes. It takes whatever requests are waiting,
+// validates each against the index as of that moment, writes all that passed
+// as consecutive journal entries, and hands the group to the apply loop
+// (commit_apply.go), which fsyncs the journal once for every group waiting,
+// then applies them to the memtables and index and answers them. The two
+// loops overlap: the next group is validated, encoded and written while the
+// fsync of the previous one runs. Many concurrent writers thus share one
+// fsync, a write is acknowledged only after its fsync, and readers never see
+// a write that is not yet durable.
 //
-// Two writes to the same item never share a group: the second waits for the
-// next one, so each is validated against the state the first left.
+// Two writes to the same item never share a group, and a write to an item
+// whose previous write is written but not yet applied waits for it: each
+// write is validated against the state the one before it left.
 
 // recordOverhead is a generous bound on a record's encoding beyond its id
 // and body, to size payload buffers once.
@@ -123,10 +128,13 @@ func (db *DB) submit(ctx context.Context, req *commitReq) error {
 	}
 }
 
-// commitLoop is the only goroutine that writes the journal or changes which
-// items exist.
+// commitLoop is the only goroutine that writes the journal. When it ends
+// (after Close, once every request accepted is written) it closes
+// db.written, which ends the apply loop once that has applied them.
 func (db *DB) commitLoop() {
 	defer db.workers.Done()
+	defer close(db.written)
+	p := &pipeline{inflight: make(map[itemKey]uint64)}
 	var pending []*commitReq
 	for {
 		if len(pending) == 0 {
@@ -134,14 +142,34 @@ func (db *DB) commitLoop() {
 			case r := <-db.commits:
 				pending = append(pending, r)
 			case <-db.quit:
-				db.drainCommits()
+				db.drainCommits(p)
 				return
 			}
 		}
 		pending = db.gather(pending)
-		pending = db.runGroup(pending)
+		pending = db.runGroup(p, pending)
 	}
 }
+
+// pipeline is the commit loop's record of the groups it has handed to the
+// apply loop.
+type pipeline struct {
+	// handed is the last seq of the last group handed to the apply loop.
+	handed uint64
+	// inflight maps each item written by a handed group to the group's last
+	// seq; an entry is stale once the apply loop has applied that seq.
+	inflight map[itemKey]uint64
+}
+
+// itemKey names one item of one container.
+type itemKey struct {
+	c  *Container
+	id string
+}
+
+// maxInflight bounds the commit loop's inflight map before it drops the
+// entries of groups already applied.
+const maxInflight = 1 << 14
 
 // gather adds waiting requests to pending, within the group limits.
 func (db *DB) gather(pending []*commitReq) []*commitReq {
@@ -158,12 +186,12 @@ func (db *DB) gather(pending []*commitReq) []*commitReq {
 
 // drainCommits answers the requests that were accepted before Close: they
 // still run, so an accepted write is never silently dropped.
-func (db *DB) drainCommits() {
+func (db *DB) drainCommits(p *pipeline) {
 	for {
 		select {
 		case r := <-db.commits:
 			for rest := []*commitReq{r}; len(rest) > 0; {
-				rest = db.runGroup(rest)
+				rest = db.runGroup(p, rest)
 			}
 		default:
 			return
@@ -171,28 +199,35 @@ func (db *DB) drainCommits() {
 	}
 }
 
-// runGroup commits a prefix of reqs and returns the rest, still pending.
-func (db *DB) runGroup(reqs []*commitReq) []*commitReq {
+// runGroup writes a prefix of reqs to the journal, hands it to the apply
+// loop, and returns the rest, still pending.
+func (db *DB) runGroup(p *pipeline, reqs []*commitReq) []*commitReq {
 	if f := db.failure.Load(); f != nil {
 		for _, r := range reqs {
 			r.finish(db.writable())
 		}
 		return nil
 	}
+	applied := db.appliedThrough()
+	if applied >= p.handed {
+		clear(p.inflight)
+	} else if len(p.inflight) > maxInflight {
+		maps.DeleteFunc(p.inflight, func(_ itemKey, seq uint64) bool { return seq <= applied })
+	}
 	if reqs[0].control != nil {
+		// A control sees, and may change, everything: it runs once every
+		// write before it is applied, and before any after it is written.
+		db.waitApplied(p.handed)
 		r := reqs[0]
 		r.finish(r.control(db.clock.now()))
 		return reqs[1:]
 	}
 	now := db.clock.now()
 	next := db.jnl.NextSeq()
-	type key struct {
-		c  *Container
-		id string
-	}
-	touched := make(map[key]struct{}, len(reqs))
+	touched := make(map[itemKey]struct{}, len(reqs))
 	var group []*commitReq
 	var payloads [][]byte
+	var blockedBy uint64 // the unapplied group the first request waits for
 	bytes := 0
 	rest := reqs[len(reqs):]
 outer:
@@ -202,7 +237,15 @@ outer:
 			break
 		}
 		for _, o := range r.ops {
-			if _, dup := touched[key{r.c, o.id}]; dup {
+			k := itemKey{r.c, o.id}
+			if _, dup := touched[k]; dup {
+				rest = reqs[i:]
+				break outer
+			}
+			if seq, ok := p.inflight[k]; ok && seq > applied {
+				if len(group) == 0 {
+					blockedBy = seq
+				}
 				rest = reqs[i:]
 				break outer
 			}
@@ -213,7 +256,7 @@ outer:
 		}
 		r.payload = segment.AppendPayload(r.payload[:0], r.plain)
 		for _, o := range r.ops {
-			touched[key{r.c, o.id}] = struct{}{}
+			touched[itemKey{r.c, o.id}] = struct{}{}
 		}
 		group = append(group, r)
 		payloads = append(payloads, r.payload)
@@ -221,9 +264,12 @@ outer:
 		next++
 	}
 	if len(group) == 0 {
+		if blockedBy > 0 {
+			db.waitApplied(blockedBy)
+		}
 		return rest
 	}
-	first, err := db.jnl.Append(payloads...)
+	first, err := db.jnl.Write(payloads...)
 	if err == nil && first != group[0].seq {
 		err = fmt.Errorf("ebb: journal assigned seq %d, expected %d", first, group[0].seq)
 	}
@@ -238,13 +284,12 @@ outer:
 		}
 		return rest
 	}
-	for _, r := range group {
-		r.c.apply(r)
-		r.finish(nil)
+	last := first + uint64(len(group)) - 1
+	for k := range touched {
+		p.inflight[k] = last
 	}
-	if db.memBytes.Load() >= db.opts.SealThreshold {
-		db.kickSeal()
-	}
+	p.handed = last
+	db.written <- &commitGroup{reqs: group, last: last}
 	return rest
 }
 

@@ -54,7 +54,14 @@ type DB struct {
 	// at Open (see ResetClock).
 	clockResetSeq atomic.Uint64
 
-	commits  chan *commitReq
+	commits chan *commitReq
+	// The commit pipeline (commit.go, commit_apply.go): groups the commit
+	// loop wrote wait in written for the apply loop; applied is the last
+	// seq it applied, guarded by pipeMu and signalled by pipeCond.
+	written  chan *commitGroup
+	pipeMu   sync.Mutex
+	pipeCond sync.Cond
+	applied  uint64
 	quit     chan struct{}
 	workers  sync.WaitGroup
 	closed   atomic.Bool
@@ -106,6 +113,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		containers: make(map[string]*Container),
 		byNum:      make(map[uint32]*Container),
 		commits:    make(chan *commitReq, 1024),
+		written:    make(chan *commitGroup, writtenQueue),
 		quit:       make(chan struct{}),
 		sealKick:   make(chan struct{}, 1),
 		indexKick:  make(chan struct{}, 1),
@@ -126,8 +134,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 		c.setIndexingLocked(c.props) // rebuild the secondary index in the background
 		c.mu.Unlock()
 	}
-	db.workers.Add(4)
+	db.pipeCond.L = &db.pipeMu
+	db.applied = db.jnl.NextSeq() - 1
+	db.workers.Add(5)
 	go db.commitLoop()
+	go db.applyLoop()
 	go db.sealLoop()
 	go db.compactLoop()
 	go db.indexLoop()

@@ -24,11 +24,12 @@ import (
 // A crash at any step leaves either the journal or the segment (or both)
 // holding every record: files not named by the manifest are removed at open.
 
-// sealLoop seals in the background when the commit loop asks, and persists
-// the clock's high mark once a second when it has moved (a failed write of
-// the CLOCK file is retried at the next tick). After a failed seal it
+// sealLoop seals in the background when the apply loop asks (the
+// memtables outgrew SealThreshold), and persists the clock's high mark once
+// a second when it has moved (a failed write of the CLOCK file is retried at
+// the next tick). After a failed seal it
 // retries on its own, waiting longer after each failure (sealRetryMin
-// doubling up to sealRetryMax), and ignores the commit loop's requests
+// doubling up to sealRetryMax), and ignores the apply loop's requests
 // meanwhile, so that a failing disk is not hammered by every commit group.
 func (db *DB) sealLoop() {
 	defer db.workers.Done()

@@ -1,0 +1,100 @@
+package engine
+
+import "fmt"
+
+// The second stage of the commit pipeline (see commit.go): the apply loop
+// takes the groups the commit loop wrote to the journal, makes them durable
+// with one fsync for every group waiting (none with Options.NoSync), then
+// applies them in order and answers their writers. It is the only
+// goroutine that changes which items exist.
+
+// commitGroup is a group of requests written to the journal as consecutive
+// entries, the last of which has seq last.
+type commitGroup struct {
+	reqs []*commitReq
+	last uint64
+}
+
+// writtenQueue is how many written groups may wait for the apply loop
+// before the commit loop waits too.
+const writtenQueue = 16
+
+// applyLoop runs until the commit loop closes db.written, applying every
+// group handed to it first.
+func (db *DB) applyLoop() {
+	defer db.workers.Done()
+	var batch []*commitGroup
+	for g := range db.written {
+		batch = append(batch[:0], g)
+	more:
+		for {
+			select {
+			case g, ok := <-db.written:
+				if !ok {
+					break more
+				}
+				batch = append(batch, g)
+			default:
+				break more
+			}
+		}
+		db.applyGroups(batch)
+	}
+}
+
+// applyGroups makes the groups durable, applies and answers them.
+func (db *DB) applyGroups(batch []*commitGroup) {
+	last := batch[len(batch)-1].last
+	var err error
+	if !db.opts.NoSync {
+		err = db.jnl.SyncTo(last)
+	}
+	if err == nil {
+		if f := db.failure.Load(); f != nil {
+			err = *f // a later group's write failed: the journal's state is unknown
+		}
+	}
+	if err != nil {
+		db.fail(err)
+		n := 0
+		for _, g := range batch {
+			n += len(g.reqs)
+		}
+		err = fmt.Errorf("ebb: %d writes not committed: %w: %w", n, ErrReadOnly, err)
+	}
+	for _, g := range batch {
+		for _, r := range g.reqs {
+			if err != nil {
+				r.finish(err)
+				continue
+			}
+			r.c.apply(r)
+			r.finish(nil)
+		}
+	}
+	db.pipeMu.Lock()
+	db.applied = last
+	db.pipeCond.Broadcast()
+	db.pipeMu.Unlock()
+	if db.memBytes.Load() >= db.opts.SealThreshold {
+		db.kickSeal()
+	}
+}
+
+// appliedThrough returns the last seq the apply loop has applied (or
+// failed).
+func (db *DB) appliedThrough() uint64 {
+	db.pipeMu.Lock()
+	defer db.pipeMu.Unlock()
+	return db.applied
+}
+
+// waitApplied waits until the apply loop has applied (or failed) every
+// entry up to seq.
+func (db *DB) waitApplied(seq uint64) {
+	db.pipeMu.Lock()
+	defer db.pipeMu.Unlock()
+	for db.applied < seq {
+		db.pipeCond.Wait()
+	}
+}
