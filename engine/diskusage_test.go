@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -11,7 +12,9 @@ import (
 // After every seal the journal keeps no sealed entry on disk (its folder
 // holds only the records written since), and the disk figures add up to
 // the directory: the containers' Stats.DiskBytes and Metrics.DiskBytes sum
-// to a walk of it, and so do Inspect's, with the database open or closed.
+// to a walk of it, and so do Inspect's, with the database open or closed,
+// whatever else the directory holds (files ebb did not write, at the top
+// and in each of its folders, and a segment file no MANIFEST lists).
 func TestJournalSpaceAndDiskFigures(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
@@ -63,6 +66,7 @@ func TestJournalSpaceAndDiskFigures(t *testing.T) {
 					t.Fatalf("%s: Inspect says %d in all, %d for the containers; the directory holds %d", when, rep.DiskBytes, sum, walk)
 				}
 			}
+			foreign := map[string]int64{} // bytes of files ebb did not write, by folder
 			for round := range 12 {
 				for range 1 + rnd.IntN(200) {
 					c := cs[rnd.IntN(len(cs))]
@@ -73,10 +77,29 @@ func TestJournalSpaceAndDiskFigures(t *testing.T) {
 				}
 				checkFigures(fmt.Sprintf("round %d before the seal", round))
 				forceSeal(t, db)
-				if n := treeBytes(t, filepath.Join(dir, journalDir)); n != 0 {
+				if n := treeBytes(t, filepath.Join(dir, journalDir)) - foreign[journalDir]; n != 0 {
 					t.Fatalf("round %d: %d bytes in journal/ right after a seal, want 0", round, n)
 				}
 				checkFigures(fmt.Sprintf("round %d after the seal", round))
+				if rnd.IntN(3) == 0 {
+					// Files ebb did not write, which it leaves alone, and an
+					// orphan segment file (removed at the next Open).
+					sub := []string{"", segmentDir, journalDir, brokenDir}[rnd.IntN(4)]
+					if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					size := 1 + rnd.IntN(5000)
+					name := filepath.Join(dir, sub, fmt.Sprintf("notes-%d.txt", round))
+					if err := os.WriteFile(name, make([]byte, size), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					foreign[sub] += int64(size)
+					orphan := filepath.Join(dir, segmentDir, segmentFileName(90_000_000+uint32(round)))
+					if err := os.WriteFile(orphan, make([]byte, 1+rnd.IntN(5000)), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					checkFigures(fmt.Sprintf("round %d with files ebb did not write", round))
+				}
 				clk.Advance(int64(rnd.IntN(3)))
 				if rnd.IntN(4) == 0 {
 					db.Close()

@@ -113,9 +113,10 @@ type Stats struct {
 	// LiveBytes is the size of the live items' records, uncompressed.
 	LiveBytes int64
 	// DiskBytes is the size of the container's segment files plus its share
-	// of the files the containers share (the journal's files, MANIFEST,
-	// CLOCK, LOCK, broken/), divided evenly among the containers: the
-	// containers' DiskBytes add up to what ebb keeps under the directory.
+	// of every other file under the directory (the journal's files,
+	// MANIFEST, CLOCK, LOCK, broken/, and any file ebb did not write),
+	// divided evenly among the containers: the containers' DiskBytes add up
+	// to the size of the files under the directory.
 	DiskBytes int64
 	// ExpiredPending is the number of expired items whose records are still
 	// on disk, waiting for compaction.
