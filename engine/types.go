@@ -40,7 +40,8 @@ func (m IndexingMode) String() string {
 
 // ContainerProperties are a container's settings.
 type ContainerProperties struct {
-	// ID names the container: 1 to 255 characters without / \ ? #.
+	// ID names the container: 1 to 255 characters without / \ ? # or a
+	// control character (U+0000 to U+001F).
 	ID string
 	// DefaultTTL is nil (TTL off), -1 (TTL on, items live until their own
 	// ttl says otherwise) or n seconds in 1..2147483647 (items expire n
