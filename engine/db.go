@@ -54,6 +54,8 @@ type DB struct {
 	// at Open (see ResetClock).
 	clockResetSeq atomic.Uint64
 
+	segList segListing // what seg/ holds besides segment files, for the disk figures
+
 	commits  chan *commitReq
 	quit     chan struct{}
 	workers  sync.WaitGroup
