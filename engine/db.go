@@ -54,6 +54,8 @@ type DB struct {
 	// at Open (see ResetClock).
 	clockResetSeq atomic.Uint64
 
+	segList segListing // what seg/ holds besides segment files, for the disk figures
+
 	commits chan *commitReq
 	// The commit pipeline (commit.go, commit_apply.go): groups the commit
 	// loop wrote wait in written for the apply loop; applied is the last

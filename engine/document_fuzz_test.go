@@ -14,8 +14,9 @@ import (
 
 // FuzzParseDocument checks parseDocument against a slow reference built on
 // encoding/json: both must accept the same documents and agree on id and
-// ttl. An accepted document must render to valid JSON that parses back to
-// the same id, ttl and stored body. Nothing may panic.
+// ttl. Input that is not JSON is reported as invalid JSON
+// (checkInvalidJSONError). An accepted document must render to valid JSON
+// that parses back to the same id, ttl and stored body. Nothing may panic.
 func FuzzParseDocument(f *testing.F) {
 	for _, c := range documentCases() {
 		if len(c.doc) <= 4096 {
@@ -36,6 +37,9 @@ func FuzzParseDocument(f *testing.F) {
 			var de *docError
 			if errors.As(err, &de) && de.syntax && json.Valid(b) && utf8.Valid(b) {
 				t.Fatalf("reported a syntax error for valid JSON: %v", err)
+			}
+			if !json.Valid(b) {
+				checkInvalidJSONError(t, b, len(b), err)
 			}
 			return
 		}

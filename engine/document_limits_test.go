@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,6 +44,86 @@ func TestInvalidJSONReportedAtItsOffset(t *testing.T) {
 			t.Errorf("parseDocument(%q) = %v, want %q", in, err, want)
 		}
 	}
+}
+
+// TestInvalidJSONNeverMisreported: the property behind
+// TestInvalidJSONReportedAtItsOffset, over every prefix of the test
+// documents and random single-byte changes of them: input that is not JSON
+// is reported as invalid JSON at an offset no later than where the bytes
+// stop being the start of a JSON text (for a prefix, its length), never as
+// a valid value of the wrong type, a missing id or any other rule applied
+// to a value that was not there.
+func TestInvalidJSONNeverMisreported(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	junk := []byte("{}[]\",:0123456789-+.eEtrufalsn \t\n\x00\xff\u00e9")
+	n := 0
+	for _, c := range documentCases() {
+		doc := []byte(c.doc)
+		if len(doc) > 2000 {
+			continue
+		}
+		for k := range len(doc) {
+			if b := doc[:k]; !json.Valid(b) {
+				_, err := parseDocument(b)
+				checkInvalidJSONError(t, b, k, err)
+				n++
+			}
+		}
+		for range 50 {
+			b := slices.Clone(doc)
+			if len(b) == 0 {
+				break
+			}
+			switch p := rng.IntN(len(b)); rng.IntN(3) {
+			case 0:
+				b[p] = junk[rng.IntN(len(junk))]
+			case 1:
+				b = slices.Insert(b, p, junk[rng.IntN(len(junk))])
+			default:
+				b = slices.Delete(b, p, p+1)
+			}
+			if !json.Valid(b) {
+				_, err := parseDocument(b)
+				checkInvalidJSONError(t, b, len(b), err)
+				n++
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d invalid inputs were tried", n)
+	}
+}
+
+var invalidAtRE = regexp.MustCompile(`invalid JSON at offset (\d+)`)
+
+// checkInvalidJSONError checks the error parseDocument gave for b, which is
+// not valid JSON and stops being the start of a JSON text at or before
+// offset limit: it is a syntax error at an offset up to limit, or one of
+// the rules that apply as the bytes are read, before the grammar fails (a
+// number out of range, an unpaired surrogate, nesting, size), or, for
+// input of nothing but whitespace, that it is empty.
+func checkInvalidJSONError(t *testing.T, b []byte, limit int, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("parseDocument(%.80q) accepted invalid JSON", b)
+	}
+	var de *docError
+	if errors.As(err, &de) && de.syntax {
+		m := invalidAtRE.FindStringSubmatch(err.Error())
+		if m == nil {
+			t.Fatalf("parseDocument(%.80q): syntax error %q does not say \"invalid JSON at offset\"", b, err)
+		}
+		if off, _ := strconv.Atoi(m[1]); off > limit {
+			t.Fatalf("parseDocument(%.80q): %v: the offset is past %d, where the input stops being JSON", b, err, limit)
+		}
+		return
+	}
+	for _, ok := range []string{"out of range", "unpaired surrogate", "nest deeper than", "larger than the maximum document size", "document: empty;"} {
+		if strings.Contains(err.Error(), ok) {
+			return
+		}
+	}
+	t.Fatalf("parseDocument(%.80q), which is not JSON: %v, want invalid JSON at its offset", b, err)
 }
 
 // TestReadBodyWritesBack: for random documents near MaxDocumentSize, what

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -196,5 +197,131 @@ func ExampleContainer_ExecuteBatch() {
 	// Output:
 	// 2 items written
 	// true
+	// true
+}
+
+// Open creates the database directory on first use and locks it: a second
+// Open of the same directory fails until Close.
+func ExampleOpen() {
+	dir := exampleDir()
+	defer os.RemoveAll(dir)
+
+	db, err := engine.Open(dir, nil) // nil: the default Options
+
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = engine.Open(dir, nil)
+	fmt.Println(errors.Is(err, engine.ErrLocked))
+	if err := db.Close(); err != nil {
+		log.Fatal(err)
+	}
+
+	_, err = engine.Open("", nil)
+	fmt.Println(errors.Is(err, engine.ErrNoDatabase))
+	// Output:
+	// true
+	// true
+}
+
+// A container's DefaultTTL: nil leaves TTL off, -1 turns it on without a
+// default, n expires items n seconds after their last write.
+func ExampleDB_CreateContainer() {
+	ctx := context.Background()
+	dir := exampleDir()
+	defer os.RemoveAll(dir)
+
+	db, err := engine.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	c, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "sessions", DefaultTTL: engine.TTL(3600)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(c.ID(), *c.Properties().DefaultTTL)
+
+	_, err = db.CreateContainer(ctx, engine.ContainerProperties{ID: "sessions"})
+	fmt.Println(errors.Is(err, engine.ErrConflict))
+	_, err = db.CreateContainer(ctx, engine.ContainerProperties{ID: "bad", DefaultTTL: engine.TTL(0)})
+	fmt.Println(errors.Is(err, engine.ErrInvalidProperties))
+	// Output:
+	// sessions 3600
+	// true
+	// true
+}
+
+// An item's own "ttl" overrides the container's DefaultTTL for that item:
+// n seconds after this write, or -1 for never.
+func ExampleContainer_Upsert() {
+	ctx := context.Background()
+	dir := exampleDir()
+	defer os.RemoveAll(dir)
+
+	clock := &manualClock{}
+	clock.sec.Store(1_700_000_000)
+	db, err := engine.Open(dir, &engine.Options{Clock: clock.Now})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	c, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(-1)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	it, err := c.Upsert(ctx, []byte(`{"id":"token","ttl":30}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(it.ID, it.TS, it.ExpiresAt)
+
+	_, err = c.Upsert(ctx, []byte(`{"id":"token","ttl":0}`))
+	fmt.Println(errors.Is(err, engine.ErrInvalidTTL))
+	// Output:
+	// token 1700000000 1700000030
+	// true
+}
+
+// Read returns the item with its system properties (_ts, _etag) in the
+// body, or ErrNotFound when there is none or it has expired.
+func ExampleContainer_Read() {
+	ctx := context.Background()
+	dir := exampleDir()
+	defer os.RemoveAll(dir)
+
+	clock := &manualClock{}
+	clock.sec.Store(1_700_000_000)
+	db, err := engine.Open(dir, &engine.Options{Clock: clock.Now})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	c, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(60)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := c.Upsert(ctx, []byte(`{"id":"a","n":1}`)); err != nil {
+		log.Fatal(err)
+	}
+	it, err := c.Read(ctx, "a")
+	if err != nil {
+		log.Fatal(err)
+	}
+	var body struct {
+		ID string `json:"id"`
+		N  int    `json:"n"`
+		TS int64  `json:"_ts"`
+	}
+	if err := json.Unmarshal(it.Body, &body); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(body.ID, body.N, body.TS, it.ExpiresAt)
+
+	clock.Advance(time.Minute)
+	_, err = c.Read(ctx, "a")
+	fmt.Println(errors.Is(err, engine.ErrNotFound))
+	// Output:
+	// a 1 1700000000 1700000060
 	// true
 }

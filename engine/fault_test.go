@@ -5,8 +5,8 @@ package engine
 // For each site and each cause: the request that needed the failing
 // operation gets an error wrapping the cause, nothing unacknowledged becomes
 // visible, the DB keeps working (or refuses writes with ErrReadOnly after a
-// journal failure), and once the fault clears (and the DB is reopened where
-// the design says so) every acknowledged item reads back exactly and no
+// journal failure), and once the fault clears (and again after the DB is
+// reopened) every acknowledged item reads back exactly and no
 // expired or deleted one is back.
 
 import (

@@ -74,8 +74,9 @@ type ContainerReport struct {
 	// null when none does.
 	Expiry *TimeRange `json:"expiry"`
 	// DiskBytes is the size of the container's segment files plus its
-	// share of the shared files (journal, MANIFEST, CLOCK, LOCK, broken/),
-	// as Stats counts it.
+	// share of every other file under the directory (journal, MANIFEST,
+	// CLOCK, LOCK, broken/, orphans, files ebb did not write), as Stats
+	// counts it: the containers' DiskBytes add up to DiskBytes above.
 	DiskBytes int64 `json:"disk_bytes"`
 	// DeadBytes is the part of the container's records (uncompressed) that
 	// compaction would drop: expired, deleted or superseded versions and
@@ -276,7 +277,11 @@ func (s *snapshot) report(wall int64) *Report {
 	}
 	s.reportJournalFiles(rep)
 	rep.DiskBytes = treeSize(s.dir)
-	shared := rep.Journal.Bytes + sharedFileBytes(s.dir)
+	counted := make(map[uint32]bool, len(s.segs)) // in a container's DiskBytes
+	for _, v := range s.segs {
+		counted[v.num] = v.r != nil
+	}
+	shared := sharedFileBytes(s.dir, func(num uint32) bool { return counted[num] })
 
 	known := make(map[uint32]bool, len(m.Containers))
 	for ci, cm := range m.Containers {

@@ -2,7 +2,7 @@ package engine
 
 // The reference model of the TTL rules (policy's doc, README "TTL rules") used by TestModel (model_test.go).
 //
-// It is written from the spec alone, independently of the engine: it imports
+// It is written from those rules alone, independently of the engine: it imports
 // neither policy nor index, and it does not compute expiry instants from a
 // policy history. Instead it keeps, per container, the current DefaultTTL
 // and, per item, its body, _ts, own ttl and etag, and it deletes an item the
@@ -131,7 +131,7 @@ func (m *mdlModel) setDefaultTTL(k int, dttl int64) {
 	m.sweep()
 }
 
-// expect is the outcome the spec gives a write of kind to id, with an IfMatch
+// expect is the outcome the rules give a write of kind to id, with an IfMatch
 // etag when hasEtag: nil or one of the sentinels.
 func (c *mdlCont) expect(kind mdlKind, id string, hasEtag bool, etag string) error {
 	cur := c.items[id]

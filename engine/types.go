@@ -40,7 +40,8 @@ func (m IndexingMode) String() string {
 
 // ContainerProperties are a container's settings.
 type ContainerProperties struct {
-	// ID names the container: 1 to 255 characters without / \ ? #.
+	// ID names the container: 1 to 255 characters without / \ ? # or a
+	// control character (U+0000 to U+001F).
 	ID string
 	// DefaultTTL is nil (TTL off), -1 (TTL on, items live until their own
 	// ttl says otherwise) or n seconds in 1..2147483647 (items expire n
@@ -113,9 +114,10 @@ type Stats struct {
 	// LiveBytes is the size of the live items' records, uncompressed.
 	LiveBytes int64
 	// DiskBytes is the size of the container's segment files plus its share
-	// of the files the containers share (the journal's files, MANIFEST,
-	// CLOCK, LOCK, broken/), divided evenly among the containers: the
-	// containers' DiskBytes add up to what ebb keeps under the directory.
+	// of every other file under the directory (the journal's files,
+	// MANIFEST, CLOCK, LOCK, broken/, and any file ebb did not write),
+	// divided evenly among the containers: the containers' DiskBytes add up
+	// to the size of the files under the directory.
 	DiskBytes int64
 	// ExpiredPending is the number of expired items whose records are still
 	// on disk, waiting for compaction.

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// ttlVectors is testdata/ttl-matrix.json, the spec's machine-readable cases.
+// ttlVectors is testdata/ttl-matrix.json, the TTL rules' machine-readable cases (README, TTL rules).
 type ttlVectors struct {
 	Matrix []struct {
 		Name        string  `json:"name"`
