@@ -30,6 +30,7 @@ import (
 
 type flags struct {
 	full            bool
+	medium          bool
 	stores          []string
 	nosync          bool
 	dir             string
@@ -47,6 +48,8 @@ type flags struct {
 	churnRate     int
 	stormN        int
 	stormRate     int
+	stormRead     float64
+	stormCompact  time.Duration
 	scaleSizes    []int
 	cpuProfile    string
 }
@@ -79,6 +82,7 @@ the report to --report (RESULTS.md). The default sizes are the quick suite
 	}
 	pf := root.PersistentFlags()
 	pf.BoolVar(&f.full, "full", false, "run the full sizes (1e6 items, 5 min churn, 1e7 at scale) instead of the quick suite")
+	pf.BoolVar(&f.medium, "medium", false, "run the sizes the performance targets are judged at (200k items, 60 s churn, storm of 200k at 2000 ops/s) instead of the quick suite")
 	pf.StringSliceVar(&f.stores, "stores", store.Names(), "stores to compare")
 	pf.BoolVar(&f.nosync, "nosync", false, "turn off fsync on commit for every store")
 	pf.StringVar(&f.dir, "dir", "", "scratch directory for the stores (default: a new temporary directory, removed at the end)")
@@ -95,6 +99,8 @@ the report to --report (RESULTS.md). The default sizes are the quick suite
 	pf.IntVar(&f.churnRate, "churn-rate", 0, "churn: items/s for all writers (default: as fast as they go)")
 	pf.IntVar(&f.stormN, "storm-n", 0, "storm: items expiring in the same second (default by suite)")
 	pf.IntVar(&f.stormRate, "storm-rate", 0, "storm: foreground operations per second (default by suite)")
+	pf.Float64Var(&f.stormRead, "storm-read-share", 0, "storm: share of the foreground operations that are reads, the rest single upserts (default by suite)")
+	pf.DurationVar(&f.stormCompact, "storm-compact", 0, "storm: call the store's explicit compaction (ebb: Container.Compact) this often during the load (default: never)")
 	pf.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	pf.IntSliceVar(&f.scaleSizes, "scale-sizes", nil, "scale: item counts (default by suite)")
 
@@ -121,8 +127,13 @@ the report to --report (RESULTS.md). The default sizes are the quick suite
 
 func run(cmd *cobra.Command, f *flags, workloads []string, all bool) error {
 	cfg := workload.Quick()
-	if f.full {
+	switch {
+	case f.full && f.medium:
+		return fmt.Errorf("--full and --medium are two suites: give one")
+	case f.full:
 		cfg = workload.Full()
+	case f.medium:
+		cfg = workload.Medium()
 	}
 	cfg.Stores = f.stores
 	cfg.DocSize = f.docSize
@@ -147,6 +158,11 @@ func run(cmd *cobra.Command, f *flags, workloads []string, all bool) error {
 	set(fl.Changed("churn-rate"), func() { cfg.Churn.Rate = f.churnRate })
 	set(fl.Changed("storm-n"), func() { cfg.Storm.N, cfg.Storm.Foreground = f.stormN, max(f.stormN/10, 100) })
 	set(fl.Changed("storm-rate"), func() { cfg.Storm.Rate = f.stormRate })
+	if f.stormRead < 0 || f.stormRead > 1 {
+		return fmt.Errorf("--storm-read-share %v is not a share from 0 to 1", f.stormRead)
+	}
+	set(fl.Changed("storm-read-share"), func() { cfg.Storm.ReadShare = f.stormRead })
+	set(fl.Changed("storm-compact"), func() { cfg.Storm.CompactEvery = f.stormCompact })
 	set(fl.Changed("scale-sizes"), func() { cfg.Scale.Sizes = f.scaleSizes })
 	set(fl.Changed("size"), func() {})
 	if custom {

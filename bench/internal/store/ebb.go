@@ -78,6 +78,9 @@ func (s *ebbStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 func (s *ebbStore) Close() error { return s.db.Close() }
 
+// Compact runs the container's complete physical-deletion pass now.
+func (s *ebbStore) Compact(ctx context.Context) error { return s.c.Compact(ctx) }
+
 // Metrics returns the container's own metrics.
 func (s *ebbStore) Metrics() engine.Metrics { return s.c.Metrics() }
 

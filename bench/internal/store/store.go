@@ -45,6 +45,12 @@ type Reporter interface {
 	Report() map[string]float64
 }
 
+// Compacter is implemented by stores with an explicit, synchronous
+// compaction that an application may call (ebb's Container.Compact).
+type Compacter interface {
+	Compact(ctx context.Context) error
+}
+
 // Options configure every store alike.
 type Options struct {
 	// NoSync lets commits return before their fsync, for every store.

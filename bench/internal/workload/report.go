@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,7 +115,7 @@ func describe(cfg *Config, r Result) string {
 			"A steady open-loop load of %d operations/s (%.0f%% reads, the rest single upserts, from %d workers) runs from a baseline before that second until %v after it; "+
 			"latency counts from each operation's intended start, so a stall counts for every operation it delays. "+
 			"\"disk < ½ peak\" is the time after the expiry until the directory is back under half its peak size.",
-			c.Foreground, c.N, c.Rate, 100*c.ReadShare, c.Workers, c.After)
+			c.Foreground, c.N, c.Rate, 100*c.ReadShare, c.Workers, c.After) + compactNote(r)
 	case *ScaleResult:
 		c := r.Config
 		return fmt.Sprintf("Each store is filled (batches of %d, %d writers, TTL %d s) to %s items in turn; after each size it is closed and reopened: open ms is Open plus one read, heap B/item the Go heap the open store holds (its index and caches) per item. "+
@@ -136,4 +137,20 @@ func joinInts(v []int) string {
 		return s[0]
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// compactNote says how the storm's explicit compactions went, if any were
+// asked for.
+func compactNote(r *StormResult) string {
+	if r.Config.CompactEvery <= 0 {
+		return ""
+	}
+	note := fmt.Sprintf(" During the load the store's explicit compaction (ebb's Container.Compact; the peers have none to call) was called every %v:", r.Config.CompactEvery)
+	for _, run := range r.Stores {
+		if len(run.Compactions) == 0 {
+			continue
+		}
+		note += fmt.Sprintf(" %s %d calls, longest %.2f s;", run.Store, len(run.Compactions), slices.Max(run.Compactions))
+	}
+	return note
 }

@@ -46,6 +46,9 @@ type StormRun struct {
 	Disk    []DiskPoint   `json:"disk"`
 	// Report is the store's own figures at the end.
 	Report map[string]float64 `json:"store_report,omitempty"`
+	// Compactions are the durations in seconds of the explicit compactions
+	// called during the load (StormConfig.CompactEvery).
+	Compactions []float64 `json:"compactions_s,omitempty"`
 }
 
 // StormWindow digests the foreground operations of one window.
@@ -172,6 +175,30 @@ func stormOne(ctx context.Context, cfg *Config, g *gen.Generator, name string) (
 	var wg sync.WaitGroup
 	var errOnce sync.Once
 	var loadErr error
+	if cp, ok := s.(store.Compacter); ok && c.CompactEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(c.CompactEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				if !time.Now().Before(end) {
+					return
+				}
+				began := time.Now()
+				if err := cp.Compact(ctx); err != nil {
+					errOnce.Do(func() { loadErr = fmt.Errorf("explicit compaction: %w", err) })
+					return
+				}
+				run.Compactions = append(run.Compactions, time.Since(began).Seconds())
+			}
+		}()
+	}
 	for w := range c.Workers {
 		wg.Add(1)
 		go func() {
