@@ -162,3 +162,37 @@ func TestWriteEntryPointsNilAndEmpty(t *testing.T) {
 		t.Errorf("Delete with a nil option: %v", err)
 	}
 }
+
+// TestBatchResultBodiesAreSeparate: the bodies ExecuteBatch returns (which
+// share one allocation) are each the item as Read returns it, and writing
+// past the end of one, as append does, never changes another.
+func TestBatchResultBodiesAreSeparate(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t, t.TempDir(), newFakeClock(t0))
+	defer db.Close()
+	c := mustCreateContainer(t, db, ContainerProperties{ID: "c"})
+	b := c.NewBatch()
+	for i := range 5 {
+		b.Upsert([]byte(fmt.Sprintf(`{"id":"k%d","v":%q}`, i, strings.Repeat("v", i*10))))
+	}
+	items, err := c.ExecuteBatch(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]string, len(items))
+	for i, it := range items {
+		want[i] = string(it.Body)
+		got, err := c.Read(ctx, it.ID)
+		if err != nil || string(got.Body) != want[i] {
+			t.Fatalf("item %d: batch returned %s, Read %s, %v", i, it.Body, got.Body, err)
+		}
+	}
+	for i := range items {
+		_ = append(items[i].Body, "XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"...)
+	}
+	for i, it := range items {
+		if string(it.Body) != want[i] {
+			t.Fatalf("item %d changed by appending to another: %s", i, it.Body)
+		}
+	}
+}

@@ -85,12 +85,24 @@ func (c *Container) commit(ctx context.Context, ops []op) ([]Item, error) {
 // renderItems completes the items apply returned with their etags and
 // bodies. The writer does it once its request is answered, so that the
 // commit loop and the container lock are not held up by copying bodies.
+//
+// The bodies of a batch share one allocation, each body a slice of it
+// capped at its own length, so that appending to one cannot reach the next.
 func (r *commitReq) renderItems() {
+	size := 0
+	for i := range r.items {
+		if rec := &r.recs[i]; rec.Op == segment.OpPut {
+			size += renderedSize(rec.Body)
+		}
+	}
+	buf := make([]byte, 0, size)
 	for i := range r.items {
 		if rec := &r.recs[i]; rec.Op == segment.OpPut {
 			it := &r.items[i]
 			it.ETag = etagOf(rec.Seq)
-			it.Body = renderBody(nil, rec.Body, rec.TS, it.ETag)
+			start := len(buf)
+			buf = renderBody(buf, rec.Body, rec.TS, it.ETag)
+			it.Body = buf[start:len(buf):len(buf)]
 		}
 	}
 }
@@ -146,6 +158,7 @@ func (db *DB) commitLoop() {
 				return
 			}
 		}
+		db.waitTaken(p.handed)
 		pending = db.gather(pending)
 		pending = db.runGroup(p, pending)
 	}

@@ -15,9 +15,10 @@ type commitGroup struct {
 	last uint64
 }
 
-// writtenQueue is how many written groups may wait for the apply loop
-// before the commit loop waits too.
-const writtenQueue = 16
+// writtenQueue is the capacity of db.written. The commit loop hands a group
+// only once the apply loop has taken the one before (waitTaken), so at most
+// one group waits there.
+const writtenQueue = 1
 
 // applyLoop runs until the commit loop closes db.written, applying every
 // group handed to it first.
@@ -38,6 +39,10 @@ func (db *DB) applyLoop() {
 				break more
 			}
 		}
+		db.pipeMu.Lock()
+		db.taken = batch[len(batch)-1].last
+		db.pipeCond.Broadcast()
+		db.pipeMu.Unlock()
 		db.applyGroups(batch)
 	}
 }
@@ -95,6 +100,20 @@ func (db *DB) waitApplied(seq uint64) {
 	db.pipeMu.Lock()
 	defer db.pipeMu.Unlock()
 	for db.applied < seq {
+		db.pipeCond.Wait()
+	}
+}
+
+// waitTaken waits until the apply loop has taken every group up to seq off
+// db.written. The commit loop waits so before it builds a group: the fsync
+// of the groups taken then runs while it validates, encodes and writes the
+// next, and the requests that arrive meanwhile make that group larger, so
+// that each fsync (and each write to the journal) covers as many writes as
+// came in during the one before.
+func (db *DB) waitTaken(seq uint64) {
+	db.pipeMu.Lock()
+	defer db.pipeMu.Unlock()
+	for db.taken < seq {
 		db.pipeCond.Wait()
 	}
 }

@@ -58,11 +58,13 @@ type DB struct {
 
 	commits chan *commitReq
 	// The commit pipeline (commit.go, commit_apply.go): groups the commit
-	// loop wrote wait in written for the apply loop; applied is the last
-	// seq it applied, guarded by pipeMu and signalled by pipeCond.
+	// loop wrote wait in written for the apply loop; taken is the last seq
+	// of the groups it took from there, applied the last seq it applied,
+	// both guarded by pipeMu and signalled by pipeCond.
 	written  chan *commitGroup
 	pipeMu   sync.Mutex
 	pipeCond sync.Cond
+	taken    uint64
 	applied  uint64
 	quit     chan struct{}
 	workers  sync.WaitGroup
@@ -138,6 +140,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	db.pipeCond.L = &db.pipeMu
 	db.applied = db.jnl.NextSeq() - 1
+	db.taken = db.applied
 	db.workers.Add(5)
 	go db.commitLoop()
 	go db.applyLoop()

@@ -332,7 +332,7 @@ func quoteShort(s string) string {
 // quotes: "\"0000...\""). stored must be a JSON object; whitespace around its
 // braces is tolerated.
 func renderBody(dst, stored []byte, ts int64, etag string) []byte {
-	dst = slices.Grow(dst, len(`{"_ts":-9223372036854775808,"_etag":""}`)+len(etag)+2+len(stored))
+	dst = slices.Grow(dst, renderedSize(stored))
 	dst = append(dst, `{"_ts":`...)
 	dst = strconv.AppendInt(dst, ts, 10)
 	dst = append(dst, `,"_etag":`...)
@@ -346,6 +346,12 @@ func renderBody(dst, stored []byte, ts int64, etag string) []byte {
 	}
 	dst = append(dst, ',')
 	return append(dst, rest...)
+}
+
+// renderedSize bounds the bytes renderBody appends for a stored body with
+// an etag of etagOf.
+func renderedSize(stored []byte) int {
+	return len(`{"_ts":-9223372036854775808,"_etag":"\"0123456789abcdef\""}`) + 1 + len(stored)
 }
 
 // kindOf names the JSON type a value starting with c has, or "" if no JSON
