@@ -44,6 +44,14 @@ const (
 // manifestEdit is one record of the edit log: the counters outside the
 // containers as they are after the change, the containers it puts (whole,
 // replacing any with the same number) and the numbers it deletes.
+//
+// JournalFrom 0 leaves the replay start as it was, and the edits logEdit
+// writes all do: only a snapshot, which lists every container's files,
+// moves it. A seal sets the DB's journalFrom once its files are written
+// but before the MANIFEST lists them; an edit of another change written in
+// between that carried it would, after a crash, start replay past records
+// that no listed file holds. (Edit logs written before carry a JournalFrom
+// in every edit, and it is applied.)
 type manifestEdit struct {
 	NextFile      uint32          `msgpack:"next_file"`
 	NextContainer uint32          `msgpack:"next_container"`
@@ -109,7 +117,10 @@ func applyEdits(m *manifest, log []byte, base int, path string) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%s: manifest edit at offset %d: %v: %w", path, base+p, err, ErrCorrupt)
 		}
-		m.NextFile, m.NextContainer, m.JournalFrom, m.Clock = e.NextFile, e.NextContainer, e.JournalFrom, e.Clock
+		m.NextFile, m.NextContainer, m.Clock = e.NextFile, e.NextContainer, e.Clock
+		if e.JournalFrom != 0 {
+			m.JournalFrom = e.JournalFrom
+		}
 		for _, cm := range e.Put {
 			if i, ok := pos[cm.Num]; ok {
 				m.Containers[i] = cm
@@ -242,9 +253,8 @@ func (db *DB) logEdit(put []*Container, del []uint32) error {
 	e := &manifestEdit{
 		NextFile:      db.nextFile,
 		NextContainer: db.nextContainer,
-		JournalFrom:   db.journalFrom,
 		Clock:         db.clock.highest(),
-		Del:           del,
+		Del:           del, // JournalFrom 0: see manifestEdit
 	}
 	for _, c := range put {
 		e.Put = append(e.Put, c.meta())
