@@ -4,10 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -30,9 +32,9 @@ import (
 // torn by a crash (each one is fsynced before the change is acknowledged
 // and before the next is written), so a frame that is cut off or fails its
 // checksum, with no sound frame anywhere after it, is the unacknowledged
-// last edit: Open cuts it, keeping a copy of the file under broken/. A bad
-// frame followed by a sound one is damage to an acknowledged edit:
-// ErrCorrupt.
+// last edit: Open cuts it, keeping a copy of the cut bytes under broken/
+// when there is room (see repairManifest). A bad frame followed by a sound
+// one is damage to an acknowledged edit: ErrCorrupt.
 const (
 	editHeader = 8
 	// manifestLogFactor: the snapshot is rewritten when the edits after it
@@ -180,22 +182,50 @@ func editFrame(b []byte) (int, bool) {
 }
 
 // repairManifest cuts a torn last edit off the MANIFEST at path, whose
-// sound part is the first keep bytes of data, keeping a copy of the whole
-// file under broken/.
-func repairManifest(fsys vfs.FS, dir string, data []byte, keep int) error {
+// sound part is the first keep bytes of data. It keeps a copy of the bytes
+// it cuts (at most journal.MaxBrokenCopy of them) under broken/, and needs
+// no other free space: the file is cut in place, truncated and fsynced,
+// rather than rewritten whole, which would need room for all of it (a
+// crash during the cut leaves the torn edit, cut again at the next Open,
+// or the sound prefix). The cut bytes are an edit that was never
+// acknowledged, so when the copy cannot be written (a full disk, say) the
+// cut is made anyway and the failure logged, as for the journal's torn
+// tail: a database on a full disk still opens.
+func repairManifest(fsys vfs.FS, dir string, data []byte, keep int, log *slog.Logger) error {
+	path := filepath.Join(dir, manifestName)
+	cut := data[keep:]
+	copyPath, err := keepManifestCopy(fsys, dir, cut[:min(len(cut), journal.MaxBrokenCopy)])
+	if err != nil {
+		log.Warn("ebb: could not keep a copy of the MANIFEST's torn last edit; cutting it anyway", "file", path, "err", err)
+	}
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
+	if err == nil {
+		err = f.Truncate(int64(keep))
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		if copyPath != "" {
+			fsys.Remove(copyPath) // the next Open cuts again and keeps a new copy
+		}
+		return fmt.Errorf("ebb: repair MANIFEST: %w", err)
+	}
+	log.Warn("ebb: cut the MANIFEST's torn last edit", "file", path, "offset", keep, "cut_bytes", len(cut), "copy", copyPath)
+	return nil
+}
+
+// keepManifestCopy writes the bytes cut off the MANIFEST to a new file
+// under broken/; on failure it leaves nothing behind.
+func keepManifestCopy(fsys vfs.FS, dir string, cut []byte) (string, error) {
 	broken := filepath.Join(dir, brokenDir)
 	if err := fsys.MkdirAll(broken, 0o755); err != nil {
-		return fmt.Errorf("ebb: repair MANIFEST: %w", err)
+		return "", err
 	}
-	if _, err := vfs.KeepCopy(fsys, broken, manifestName, data); err != nil {
-		return fmt.Errorf("ebb: repair MANIFEST: keep a copy: %w", err)
-	}
-	// The sound prefix is rewritten whole rather than truncated in place,
-	// so the result is atomic like every other MANIFEST rewrite.
-	if err := writeFileAtomic(fsys, dir, manifestName, data[:keep]); err != nil {
-		return fmt.Errorf("ebb: repair MANIFEST: %w", err)
-	}
-	return nil
+	return vfs.KeepCopy(fsys, broken, manifestName, cut)
 }
 
 // manifestLog is the DB's state of the MANIFEST's edit log, guarded by
