@@ -15,13 +15,15 @@ import (
 )
 
 // The MANIFEST's edit log. A container created, deleted or given new
-// properties does not rewrite the whole MANIFEST (whose size grows with the
-// number of containers): it appends one edit, the new state of that one
-// container and of the few counters outside the containers, and fsyncs.
-// The full snapshot is rewritten (through a temporary file and a rename)
-// only when the edits have grown past manifestLogFactor times the snapshot,
-// by a seal or compaction, and at Close, so the cost of a metadata change
-// does not grow with the number of containers. Each edit is framed as
+// properties, or compacted, does not rewrite the whole MANIFEST (whose
+// size grows with the number of containers): it appends one edit, the new
+// state of that one container and of the few counters outside the
+// containers, and fsyncs. The full snapshot is rewritten (through a
+// temporary file and a rename) only when the edits have grown past
+// manifestLogFactor times the snapshot, by a seal (which moves the
+// journal's replay start, see manifestEdit), a clock reset, and at Close,
+// so the cost of a metadata change does not grow with the number of
+// containers. Each edit is framed as
 //
 //	+--------+--------+----------------+
 //	| crc32c | length | msgpack edit   |
@@ -322,6 +324,25 @@ func (db *DB) logEdit(put []*Container, del []uint32) error {
 	}
 	db.notePersistedClock(e.Clock)
 	return nil
+}
+
+// saveContainer makes a change to c's files, a compaction's, durable with
+// one edit that puts c as it is now, as a create or a properties change
+// does: unlike a rewrite of the whole MANIFEST its cost does not grow with
+// the number of containers, and it holds the MANIFEST for one append and
+// fsync. A container deleted meanwhile needs nothing: its delete is
+// logged, and its files go with it. db.mu is not held.
+func (db *DB) saveContainer(c *Container) error {
+	db.mu.RLock()
+	var err error
+	if db.byNum[c.num] == c {
+		err = db.logEdit([]*Container{c}, nil)
+	}
+	db.mu.RUnlock()
+	if err == nil {
+		db.compactManifest()
+	}
+	return err
 }
 
 // compactManifest rewrites the MANIFEST as one snapshot when its edit log
