@@ -43,7 +43,7 @@ type ClockReset struct {
 // The reset is logged at warning level with both clocks.
 func ResetClock(dir string, opts *Options) (ClockReset, error) {
 	o := opts.withDefaults()
-	if _, err := loadManifest(o.FS, dir); errors.Is(err, os.ErrNotExist) {
+	if _, err := loadManifest(o.FS, dir, o.Logger); errors.Is(err, os.ErrNotExist) {
 		return ClockReset{}, fmt.Errorf("%w: %s has no MANIFEST", ErrNoDatabase, dir)
 	}
 	o.CompactionInterval = -1 // nothing but the reset moves files

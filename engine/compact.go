@@ -82,7 +82,7 @@ func (c *Container) dropFiles(nums []uint32) error {
 	}
 	err := c.db.journalDurable() // what made the records dead must outlive them
 	if err == nil {
-		err = c.db.saveManifest()
+		err = c.db.saveContainer(c)
 	}
 	if err != nil {
 		c.mu.Lock()
@@ -229,7 +229,7 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 	// the dropped records dead must be durable before they are gone.
 	err = db.journalDurable()
 	if err == nil {
-		err = db.saveManifest()
+		err = db.saveContainer(c)
 	}
 	if err != nil {
 		for _, f := range inputs {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -140,11 +141,7 @@ func TestOpenOnFullTmpfs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("mounts a file system")
 	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	mnt := mountTmpfs(t, "2m")
 	dir := filepath.Join(mnt, "db")
 	// Room to give back later: 200 KiB the database cannot use.
 	filler := filepath.Join(mnt, "filler")
@@ -179,13 +176,7 @@ func TestOpenOnFullTmpfs(t *testing.T) {
 	e.db = nil
 	t.Logf("%d items acknowledged before the disk filled", len(e.acked))
 
-	var st syscall.Statfs_t
-	free := func() int64 {
-		if err := syscall.Statfs(mnt, &st); err != nil {
-			t.Fatal(err)
-		}
-		return int64(st.Bavail) * st.Bsize
-	}
+	free := func() int64 { return freeBytes(t, mnt) }
 	before := free()
 	for round := range 3 {
 		e.open()
@@ -207,5 +198,236 @@ func TestOpenOnFullTmpfs(t *testing.T) {
 	e.check(false)
 	if err := e.upsert("after", 0, 100); err != nil {
 		t.Fatalf("a write once 200 KiB are free: %v", err)
+	}
+}
+
+// TestOpenOnFullDiskTornManifest: a MANIFEST whose last edit is torn (a
+// crash while a container was created, deleted or changed: the edit cut
+// off, damaged or never written past zeros) is repaired on a full disk
+// too. Open needs room neither for a copy of the file nor for a rewrite of
+// it; it opens with the state the whole edits describe, serves every
+// acknowledged item, leaves nothing under broken/ and does not grow the
+// directory, however often it is retried; once there is room, writes and
+// metadata changes go on.
+func TestOpenOnFullDiskTornManifest(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 11))
+			e := newFtEnv(t, nil)
+			e.load(50+rnd.IntN(100), 100+rnd.IntN(300))
+			want := []string{"c"}
+			for i := range 5 + rnd.IntN(60) {
+				id := fmt.Sprintf("x%03d", i)
+				if _, err := e.db.CreateContainer(t.Context(), ContainerProperties{ID: id}); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, id)
+			}
+			e.db.Close() // the MANIFEST is one snapshot
+			e.db = nil
+			e.open()
+			for _, id := range want[1:][:rnd.IntN(len(want)-1)] { // and a few edits
+				c, _ := e.db.Container(id)
+				if err := c.SetProperties(t.Context(), ContainerProperties{ID: id, DefaultTTL: TTL(60)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.db.Close()
+			e.db = nil
+			// The torn last edit: a create of "torn", cut short, with a
+			// byte flipped, or zeros where it should be.
+			frame, err := appendEdit(nil, &manifestEdit{NextFile: 1 << 20, NextContainer: 1 << 20,
+				Put: []containerMeta{{Num: 1<<20 - 1, ID: "torn", History: []historyEntry{{At: t0}}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch rnd.IntN(3) {
+			case 0:
+				frame = frame[:1+rnd.IntN(len(frame)-1)]
+			case 1:
+				frame[rnd.IntN(len(frame))] ^= byte(1 + rnd.IntN(255))
+			default:
+				clear(frame)
+			}
+			if seed%2 == 1 { // a folder of copies from an earlier repair: the copy itself fails
+				if err := os.MkdirAll(filepath.Join(e.dir, brokenDir), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(e.dir, manifestName)
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+
+			prev := treeBytes(t, e.dir)
+			for round := range 3 {
+				fillDisk(e.fs)
+				e.open()
+				if got := e.db.Containers(); !slices.Equal(got, want) {
+					t.Fatalf("round %d: containers %v, want %v", round, got, want)
+				}
+				e.check(true)
+				if _, err := e.db.CreateContainer(t.Context(), ContainerProperties{ID: "full"}); !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("round %d: a create on a full disk: %v, want ENOSPC", round, err)
+				}
+				e.db.Close()
+				e.db = nil
+				if ents, err := os.ReadDir(filepath.Join(e.dir, brokenDir)); len(ents) > 0 {
+					t.Fatalf("round %d: broken/ holds %d files (%v) on a full disk", round, len(ents), err)
+				}
+				if n := treeBytes(t, e.dir); n > prev {
+					t.Fatalf("round %d: %d bytes on disk, %d before: recovery grew the database", round, n, prev)
+				}
+				e.fs.Clear()
+			}
+			e.open()
+			if got := e.db.Containers(); !slices.Equal(got, want) {
+				t.Fatalf("with room: containers %v, want %v", got, want)
+			}
+			e.check(false)
+			if err := e.upsert("after", 0, 10); err != nil {
+				t.Fatalf("a write once the disk has room: %v", err)
+			}
+			if _, err := e.db.CreateContainer(t.Context(), ContainerProperties{ID: "after"}); err != nil {
+				t.Fatalf("a create once the disk has room: %v", err)
+			}
+			e.check(true)
+		})
+	}
+}
+
+// mountTmpfs mounts a tmpfs of the given size (as mount's size option) on
+// a new folder, unmounted at cleanup, and returns the folder. It skips the
+// test where mounting is not allowed, and with -short.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("mounts a file system")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	return mnt
+}
+
+// freeBytes is the space left to an unprivileged writer on dir's file
+// system.
+func freeBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * st.Bsize
+}
+
+// TestOpenOnFullTmpfsTornManifest: on a small real file system (a 1 MiB
+// tmpfs; skipped where it cannot be mounted) filled to the last byte while
+// the database was closed with a torn last MANIFEST edit, Open cuts the
+// edit in place, keeps no copy it could not finish, serves every
+// acknowledged item and container without using more space, and takes
+// metadata changes again once room is freed.
+func TestOpenOnFullTmpfsTornManifest(t *testing.T) {
+	mnt := mountTmpfs(t, "1m")
+	e := &ftEnv{t: t, dir: filepath.Join(mnt, "db"), fs: vfs.NewFaultFS(vfs.OS, 1), clk: newFakeClock(t0),
+		acked: map[string]ftVersion{}, maybe: map[string][]int{}}
+	t.Cleanup(func() {
+		if e.db != nil {
+			e.db.Close()
+		}
+	})
+	e.open()
+	if _, err := e.db.CreateContainer(t.Context(), ContainerProperties{ID: "c", DefaultTTL: TTL(-1)}); err != nil {
+		t.Fatal(err)
+	}
+	e.c = e.container()
+	e.load(100, 500)
+	want := []string{"c"}
+	for i := range 30 {
+		id := fmt.Sprintf("x%02d", i)
+		if _, err := e.db.CreateContainer(t.Context(), ContainerProperties{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, id)
+	}
+	e.db.Close()
+	e.db = nil
+	frame, err := appendEdit(nil, &manifestEdit{NextFile: 1 << 20, NextContainer: 1 << 20,
+		Put: []containerMeta{{Num: 1<<20 - 1, ID: "torn", History: []historyEntry{{At: t0}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpath := filepath.Join(e.dir, manifestName)
+	f, err := os.OpenFile(mpath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(frame[:len(frame)/2]); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	torn, err := os.Stat(mpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fill what is left, to the last byte.
+	filler := filepath.Join(mnt, "filler")
+	ff, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chunk := 64 << 10; chunk > 0; chunk /= 2 {
+		for {
+			if _, err := ff.Write(make([]byte, chunk)); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+	}
+	ff.Close()
+	before := freeBytes(t, mnt)
+	if before != 0 {
+		t.Fatalf("%d bytes still free after filling", before)
+	}
+
+	e.open()
+	if got := e.db.Containers(); !slices.Equal(got, want) {
+		t.Fatalf("containers %v, want %v", got, want)
+	}
+	e.check(true)
+	if st, err := os.Stat(mpath); err != nil || st.Size() != torn.Size()-int64(len(frame)/2) {
+		t.Fatalf("MANIFEST after Open: %v, %v; want the torn edit cut off (%d bytes)", st, err, torn.Size()-int64(len(frame)/2))
+	}
+	if err := e.upsert("new", 0, 8000); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("a write on the full file system: %v, want ErrReadOnly", err)
+	}
+	e.check(true) // reads go on
+	e.db.Close()
+	e.db = nil
+	if ents, _ := os.ReadDir(filepath.Join(e.dir, brokenDir)); len(ents) > 0 {
+		t.Fatalf("broken/ holds %d files on a full file system", len(ents))
+	}
+	if f := freeBytes(t, mnt); f < before {
+		t.Fatalf("%d bytes free after Open, %d before: the repair used space", f, before)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	e.open()
+	e.check(false)
+	if _, err := e.db.CreateContainer(t.Context(), ContainerProperties{ID: "after"}); err != nil {
+		t.Fatalf("a create once room is freed: %v", err)
+	}
+	if err := e.upsert("after", 0, 100); err != nil {
+		t.Fatalf("a write once room is freed: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -77,11 +78,14 @@ func fromHistory(h policy.History) []historyEntry {
 }
 
 // readManifest loads dir's manifest; os.ErrNotExist when there is none.
-func readManifest(dir string) (*manifest, error) { return loadManifest(vfs.OS, dir) }
+func readManifest(dir string) (*manifest, error) {
+	return loadManifest(vfs.OS, dir, slog.New(slog.DiscardHandler))
+}
 
 // loadManifest is readManifest through fsys. A torn last edit is cut off
-// the file (see manifest_log.go), keeping a copy under broken/.
-func loadManifest(fsys vfs.FS, dir string) (*manifest, error) {
+// the file (see repairManifest), keeping a copy of it under broken/ when
+// there is room, and the cut is logged to log.
+func loadManifest(fsys vfs.FS, dir string, log *slog.Logger) (*manifest, error) {
 	path := filepath.Join(dir, manifestName)
 	b, err := fsys.ReadFile(path)
 	if err != nil {
@@ -92,7 +96,7 @@ func loadManifest(fsys vfs.FS, dir string) (*manifest, error) {
 		return nil, err
 	}
 	if sound < len(b) {
-		if err := repairManifest(fsys, dir, b, sound); err != nil {
+		if err := repairManifest(fsys, dir, b, sound, log); err != nil {
 			return nil, err
 		}
 	}

@@ -4,22 +4,26 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
 // The MANIFEST's edit log. A container created, deleted or given new
-// properties does not rewrite the whole MANIFEST (whose size grows with the
-// number of containers): it appends one edit, the new state of that one
-// container and of the few counters outside the containers, and fsyncs.
-// The full snapshot is rewritten (through a temporary file and a rename)
-// only when the edits have grown past manifestLogFactor times the snapshot,
-// by a seal or compaction, and at Close, so the cost of a metadata change
-// does not grow with the number of containers. Each edit is framed as
+// properties, or compacted, does not rewrite the whole MANIFEST (whose
+// size grows with the number of containers): it appends one edit, the new
+// state of that one container and of the few counters outside the
+// containers, and fsyncs. The full snapshot is rewritten (through a
+// temporary file and a rename) only when the edits have grown past
+// manifestLogFactor times the snapshot, by a seal (which moves the
+// journal's replay start, see manifestEdit), a clock reset, and at Close,
+// so the cost of a metadata change does not grow with the number of
+// containers. Each edit is framed as
 //
 //	+--------+--------+----------------+
 //	| crc32c | length | msgpack edit   |
@@ -30,9 +34,9 @@ import (
 // torn by a crash (each one is fsynced before the change is acknowledged
 // and before the next is written), so a frame that is cut off or fails its
 // checksum, with no sound frame anywhere after it, is the unacknowledged
-// last edit: Open cuts it, keeping a copy of the file under broken/. A bad
-// frame followed by a sound one is damage to an acknowledged edit:
-// ErrCorrupt.
+// last edit: Open cuts it, keeping a copy of the cut bytes under broken/
+// when there is room (see repairManifest). A bad frame followed by a sound
+// one is damage to an acknowledged edit: ErrCorrupt.
 const (
 	editHeader = 8
 	// manifestLogFactor: the snapshot is rewritten when the edits after it
@@ -44,6 +48,14 @@ const (
 // manifestEdit is one record of the edit log: the counters outside the
 // containers as they are after the change, the containers it puts (whole,
 // replacing any with the same number) and the numbers it deletes.
+//
+// JournalFrom 0 leaves the replay start as it was, and the edits logEdit
+// writes all do: only a snapshot, which lists every container's files,
+// moves it. A seal sets the DB's journalFrom once its files are written
+// but before the MANIFEST lists them; an edit of another change written in
+// between that carried it would, after a crash, start replay past records
+// that no listed file holds. (Edit logs written before carry a JournalFrom
+// in every edit, and it is applied.)
 type manifestEdit struct {
 	NextFile      uint32          `msgpack:"next_file"`
 	NextContainer uint32          `msgpack:"next_container"`
@@ -109,7 +121,10 @@ func applyEdits(m *manifest, log []byte, base int, path string) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%s: manifest edit at offset %d: %v: %w", path, base+p, err, ErrCorrupt)
 		}
-		m.NextFile, m.NextContainer, m.JournalFrom, m.Clock = e.NextFile, e.NextContainer, e.JournalFrom, e.Clock
+		m.NextFile, m.NextContainer, m.Clock = e.NextFile, e.NextContainer, e.Clock
+		if e.JournalFrom != 0 {
+			m.JournalFrom = e.JournalFrom
+		}
 		for _, cm := range e.Put {
 			if i, ok := pos[cm.Num]; ok {
 				m.Containers[i] = cm
@@ -169,22 +184,50 @@ func editFrame(b []byte) (int, bool) {
 }
 
 // repairManifest cuts a torn last edit off the MANIFEST at path, whose
-// sound part is the first keep bytes of data, keeping a copy of the whole
-// file under broken/.
-func repairManifest(fsys vfs.FS, dir string, data []byte, keep int) error {
+// sound part is the first keep bytes of data. It keeps a copy of the bytes
+// it cuts (at most journal.MaxBrokenCopy of them) under broken/, and needs
+// no other free space: the file is cut in place, truncated and fsynced,
+// rather than rewritten whole, which would need room for all of it (a
+// crash during the cut leaves the torn edit, cut again at the next Open,
+// or the sound prefix). The cut bytes are an edit that was never
+// acknowledged, so when the copy cannot be written (a full disk, say) the
+// cut is made anyway and the failure logged, as for the journal's torn
+// tail: a database on a full disk still opens.
+func repairManifest(fsys vfs.FS, dir string, data []byte, keep int, log *slog.Logger) error {
+	path := filepath.Join(dir, manifestName)
+	cut := data[keep:]
+	copyPath, err := keepManifestCopy(fsys, dir, cut[:min(len(cut), journal.MaxBrokenCopy)])
+	if err != nil {
+		log.Warn("ebb: could not keep a copy of the MANIFEST's torn last edit; cutting it anyway", "file", path, "err", err)
+	}
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
+	if err == nil {
+		err = f.Truncate(int64(keep))
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		if copyPath != "" {
+			fsys.Remove(copyPath) // the next Open cuts again and keeps a new copy
+		}
+		return fmt.Errorf("ebb: repair MANIFEST: %w", err)
+	}
+	log.Warn("ebb: cut the MANIFEST's torn last edit", "file", path, "offset", keep, "cut_bytes", len(cut), "copy", copyPath)
+	return nil
+}
+
+// keepManifestCopy writes the bytes cut off the MANIFEST to a new file
+// under broken/; on failure it leaves nothing behind.
+func keepManifestCopy(fsys vfs.FS, dir string, cut []byte) (string, error) {
 	broken := filepath.Join(dir, brokenDir)
 	if err := fsys.MkdirAll(broken, 0o755); err != nil {
-		return fmt.Errorf("ebb: repair MANIFEST: %w", err)
+		return "", err
 	}
-	if _, err := vfs.KeepCopy(fsys, broken, manifestName, data); err != nil {
-		return fmt.Errorf("ebb: repair MANIFEST: keep a copy: %w", err)
-	}
-	// The sound prefix is rewritten whole rather than truncated in place,
-	// so the result is atomic like every other MANIFEST rewrite.
-	if err := writeFileAtomic(fsys, dir, manifestName, data[:keep]); err != nil {
-		return fmt.Errorf("ebb: repair MANIFEST: %w", err)
-	}
-	return nil
+	return vfs.KeepCopy(fsys, broken, manifestName, cut)
 }
 
 // manifestLog is the DB's state of the MANIFEST's edit log, guarded by
@@ -242,9 +285,8 @@ func (db *DB) logEdit(put []*Container, del []uint32) error {
 	e := &manifestEdit{
 		NextFile:      db.nextFile,
 		NextContainer: db.nextContainer,
-		JournalFrom:   db.journalFrom,
 		Clock:         db.clock.highest(),
-		Del:           del,
+		Del:           del, // JournalFrom 0: see manifestEdit
 	}
 	for _, c := range put {
 		e.Put = append(e.Put, c.meta())
@@ -282,6 +324,25 @@ func (db *DB) logEdit(put []*Container, del []uint32) error {
 	}
 	db.notePersistedClock(e.Clock)
 	return nil
+}
+
+// saveContainer makes a change to c's files, a compaction's, durable with
+// one edit that puts c as it is now, as a create or a properties change
+// does: unlike a rewrite of the whole MANIFEST its cost does not grow with
+// the number of containers, and it holds the MANIFEST for one append and
+// fsync. A container deleted meanwhile needs nothing: its delete is
+// logged, and its files go with it. db.mu is not held.
+func (db *DB) saveContainer(c *Container) error {
+	db.mu.RLock()
+	var err error
+	if db.byNum[c.num] == c {
+		err = db.logEdit([]*Container{c}, nil)
+	}
+	db.mu.RUnlock()
+	if err == nil {
+		db.compactManifest()
+	}
+	return err
 }
 
 // compactManifest rewrites the MANIFEST as one snapshot when its edit log

@@ -226,3 +226,157 @@ func TestManifestEditsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestManifestEditKeepsReplayStart: a metadata change (create, properties,
+// delete) logged while a seal is under way — its files written and the
+// DB's journalFrom moved past their records, the MANIFEST not yet
+// rewritten to list those files — must not move the replay start the
+// MANIFEST holds: after a crash at that moment, every acknowledged item is
+// there. The test puts the DB in that state by moving journalFrom as a
+// seal does at that point, with seals held off, and copies the directory
+// as a crash would leave it.
+func TestManifestEditKeepsReplayStart(t *testing.T) {
+	ctx := context.Background()
+	for _, change := range []string{"create", "properties", "delete"} {
+		t.Run(change, func(t *testing.T) {
+			dir := t.TempDir()
+			clk := newFakeClock(t0)
+			db := openTest(t, dir, clk, func(o *Options) { o.CompactionInterval = -1 })
+			defer db.Close()
+			a := mustCreateContainer(t, db, ContainerProperties{ID: "a"})
+			b := mustCreateContainer(t, db, ContainerProperties{ID: "b"})
+			const n = 50
+			for i := range n {
+				if _, err := a.Upsert(ctx, fmt.Appendf(nil, `{"id":"x%d"}`, i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.sealMu.Lock()
+			db.manMu.Lock()
+			was := db.journalFrom
+			db.journalFrom = db.jnl.NextSeq() // as a seal does before its MANIFEST write
+			db.manMu.Unlock()
+			var err error
+			switch change {
+			case "create":
+				_, err = db.CreateContainer(ctx, ContainerProperties{ID: "c"})
+			case "properties":
+				err = b.SetProperties(ctx, ContainerProperties{ID: "b", DefaultTTL: TTL(100)})
+			case "delete":
+				err = db.DeleteContainer(ctx, "b")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			crashed := dmgCopy(t, dir, filepath.Join(t.TempDir(), "crashed"))
+			db.manMu.Lock()
+			db.journalFrom = was
+			db.manMu.Unlock()
+			db.sealMu.Unlock()
+
+			db2 := openTest(t, crashed, clk)
+			defer db2.Close()
+			a2, err := db2.Container("a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for _, err := range a2.Items(ctx) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got++
+			}
+			if got != n {
+				t.Fatalf("after a %s logged mid-seal and a crash, container a holds %d of %d acknowledged items", change, got, n)
+			}
+		})
+	}
+}
+
+// TestCompactionLogsOneEdit: a compaction, one that rewrites a container's
+// files or one that drops files whose records all expired, makes its swap
+// durable with one MANIFEST edit for that container alone: the bytes it
+// writes to the MANIFEST are the same with 1 or 2,000 other containers,
+// and it rewrites nothing (no rename). Counted, not timed.
+func TestCompactionLogsOneEdit(t *testing.T) {
+	ctx := context.Background()
+	cost := func(others int) (rewrite, drop manCounts) {
+		cfs := &manCountFS{FS: vfs.OS}
+		clk := newFakeClock(t0)
+		db := openTest(t, t.TempDir(), clk, func(o *Options) { o.FS = cfs; o.CompactionInterval = -1 })
+		defer db.Close()
+		for i := range others {
+			mustCreateContainer(t, db, ContainerProperties{ID: fmt.Sprintf("o%05d", i)})
+		}
+		c := mustCreateContainer(t, db, ContainerProperties{ID: "x", DefaultTTL: TTL(-1)})
+		seal := func() {
+			db.sealMu.Lock()
+			defer db.sealMu.Unlock()
+			if err := db.sealNowLocked(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		files := func() []uint32 {
+			c.mu.RLock()
+			defer c.mu.RUnlock()
+			var nums []uint32
+			for n := range c.files {
+				nums = append(nums, n)
+			}
+			slices.Sort(nums)
+			return nums
+		}
+		for round := range 2 {
+			for i := range 20 {
+				if _, err := c.Upsert(ctx, fmt.Appendf(nil, `{"id":"k%d","r":%d}`, i, round)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seal() // a full rewrite: the edit log starts empty
+		}
+		before := cfs.snapshot()
+		db.sealMu.Lock()
+		err := c.rewrite(ctx, files(), nil)
+		db.sealMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rewrite = cfs.snapshot().minus(before)
+
+		for i := range 20 {
+			if _, err := c.Upsert(ctx, fmt.Appendf(nil, `{"id":"t%d","ttl":5}`, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seal()
+		clk.Advance(10) // every record of the new file has expired
+		kept := files()
+		before = cfs.snapshot()
+		db.sealMu.Lock()
+		err = c.dropFiles(kept[len(kept)-1:])
+		db.sealMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		drop = cfs.snapshot().minus(before)
+		if n := len(files()); n != len(kept)-1 {
+			t.Fatalf("dropFiles left %d of %d files", n, len(kept))
+		}
+		return rewrite, drop
+	}
+	r1, d1 := cost(1)
+	r2, d2 := cost(2000)
+	for _, x := range []struct {
+		what         string
+		small, large manCounts
+	}{{"rewrite", r1, r2}, {"drop", d1, d2}} {
+		if x.small.syncs != 1 || x.large.syncs != 1 || x.small.renames+x.large.renames != 0 {
+			t.Fatalf("%s: %d and %d MANIFEST fsyncs, %d and %d renames; want one fsync and no rename",
+				x.what, x.small.syncs, x.large.syncs, x.small.renames, x.large.renames)
+		}
+		if x.small.bytes == 0 || x.large.bytes != x.small.bytes {
+			t.Fatalf("%s: %d MANIFEST bytes with 1 other container, %d with 2,000", x.what, x.small.bytes, x.large.bytes)
+		}
+	}
+}

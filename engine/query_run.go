@@ -7,6 +7,7 @@ import (
 
 	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/index"
+	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
 )
 
@@ -37,7 +38,13 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 				yield(Item{}, err)
 				return
 			}
-			c.runWalk(ctx, q, cands, w.rest(), yield)
+			if cands.walked {
+				c.runWalk(ctx, q, cands, w.rest(), yield)
+			} else {
+				// The index cannot order any more (its policy changed
+				// meanwhile, and it is being rebuilt): sort the rest.
+				c.runSorted(ctx, q, cands, w.rest(), true, yield)
+			}
 		}
 	case cands.plan.Order != nil && cands.plan.Order.Path == idPath:
 		// Candidates come in id order: ORDER BY c.id reads only the window.
@@ -246,6 +253,16 @@ func sortKeyed(ds []keyedDoc, desc bool) {
 // runOrdered yields matching items by the ORDER BY value: it reads every
 // candidate and sorts them. (runWalk avoids that when an index can.)
 func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
+	c.runSorted(ctx, q, cands, newWindow(q), false, yield)
+}
+
+// runSorted reads every candidate, sorts the matching ones by the ORDER BY
+// value and offers them to w in that order; with walked, w comes from an
+// ordered walk that yielded results already, and what sorts at or before
+// the last of them, or was yielded, is passed over. An item that expired
+// after it was read (the clock moved on, or the DefaultTTL changed, while
+// earlier results were consumed) is left out when its turn comes.
+func (c *Container) runSorted(ctx context.Context, q *query.Bound, cands candidates, w *window, walked bool, yield func(Item, error) bool) {
 	var all []keyedDoc
 	err := c.matches(ctx, q, cands.slots, false, func(_ int, d *doc) bool {
 		all = append(all, keyedDoc{q.OrderKey(d.val), d})
@@ -257,16 +274,37 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 	}
 	_, desc, _ := q.OrderBy()
 	sortKeyed(all, desc)
-	w := newWindow(q)
 	for i := range all {
 		if err := ctx.Err(); err != nil {
 			yield(Item{}, err)
 			return
 		}
-		if !w.offer(q, all[i].d, yield) {
+		if c.expiredSinceRead(&all[i].d.rec) {
+			continue
+		}
+		goOn := false
+		if walked {
+			goOn = w.offerOrdered(q, all[i].key, all[i].d, yield)
+		} else {
+			goOn = w.offer(q, all[i].d, yield)
+		}
+		if !goOn {
 			return
 		}
 	}
+}
+
+// expiredSinceRead reports whether the version rec, live when it was read,
+// has expired by now under the container's current policy.
+func (c *Container) expiredSinceRead(rec *segment.Record) bool {
+	c.mu.RLock()
+	exp := c.history.ExpiresAt(rec.TS, rec.TTL)
+	c.mu.RUnlock()
+	if !policy.Expired(exp, c.db.clock.now()) {
+		return false
+	}
+	c.db.observeExpiry(exp)
+	return true
 }
 
 // runWalk yields matching items in the order an index walk gave, reading
@@ -328,6 +366,9 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 		goOn, err := drain(key, d.rec.ID, false)
 		if err != nil {
 			yield(Item{}, err)
+		}
+		if goOn && c.expiredSinceRead(&d.rec) {
+			return true // it expired while the pending results before it went out
 		}
 		stopped = !goOn || !w.offerOrdered(q, key, d, yield)
 		return !stopped

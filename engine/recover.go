@@ -16,7 +16,7 @@ import (
 // file's index block (never its data blocks), then the journal from where
 // the manifest says sealed records end.
 func (db *DB) recover() error {
-	m, err := loadManifest(db.fs, db.dir)
+	m, err := loadManifest(db.fs, db.dir, db.log)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if err := db.checkEmpty(); err != nil {
