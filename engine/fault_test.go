@@ -403,8 +403,10 @@ func testFaultSeal(t *testing.T) {
 		{"segment-write", vfs.Rule{Op: vfs.OpWrite, Path: "seg/", Partial: true}},
 		{"segment-sync", vfs.Rule{Op: vfs.OpSync, Path: "seg/"}},
 		{"segment-syncdir", vfs.Rule{Op: vfs.OpSyncDir, Path: "/seg"}},
+		// A seal appends one MANIFEST edit and fsyncs it (after a failed
+		// one, the next attempt rewrites the whole file).
 		{"manifest-write", vfs.Rule{Op: vfs.OpWrite, Path: "MANIFEST"}},
-		{"manifest-rename", vfs.Rule{Op: vfs.OpRename, Path: "MANIFEST"}},
+		{"manifest-sync", vfs.Rule{Op: vfs.OpSync, Path: "MANIFEST"}},
 	}
 	for _, site := range sites {
 		for _, cause := range ftCauses {

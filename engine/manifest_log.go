@@ -20,10 +20,10 @@ import (
 // state of that one container and of the few counters outside the
 // containers, and fsyncs. The full snapshot is rewritten (through a
 // temporary file and a rename) only when the edits have grown past
-// manifestLogFactor times the snapshot, by a seal (which moves the
-// journal's replay start, see manifestEdit), a clock reset, and at Close,
-// so the cost of a metadata change does not grow with the number of
-// containers. Each edit is framed as
+// manifestLogFactor times the snapshot, by a clock reset, and at Close, so
+// the cost of a metadata change does not grow with the number of
+// containers. A seal appends one edit too, naming the containers it wrote
+// files for and moving the journal's replay start (see manifestEdit). Each edit is framed as
 //
 //	+--------+--------+----------------+
 //	| crc32c | length | msgpack edit   |
@@ -49,13 +49,14 @@ const (
 // containers as they are after the change, the containers it puts (whole,
 // replacing any with the same number) and the numbers it deletes.
 //
-// JournalFrom 0 leaves the replay start as it was, and the edits logEdit
-// writes all do: only a snapshot, which lists every container's files,
-// moves it. A seal sets the DB's journalFrom once its files are written
-// but before the MANIFEST lists them; an edit of another change written in
-// between that carried it would, after a crash, start replay past records
-// that no listed file holds. (Edit logs written before carry a JournalFrom
-// in every edit, and it is applied.)
+// JournalFrom 0 leaves the replay start as it was, and the edits of every
+// change but a seal do: only a seal's edit, which lists the files of every
+// container the seal wrote to, and a snapshot, which lists every
+// container's files, move it. A seal sets the DB's journalFrom once its
+// files are written but before the MANIFEST lists them; an edit of another
+// change written in between that carried it would, after a crash, start
+// replay past records that no listed file holds. (Edit logs written before
+// carry a JournalFrom in every edit, and it is applied.)
 type manifestEdit struct {
 	NextFile      uint32          `msgpack:"next_file"`
 	NextContainer uint32          `msgpack:"next_container"`
@@ -259,6 +260,14 @@ func (l *manifestLog) rewrote(n int64) {
 // MANIFEST instead. On failure nothing of the change is durable, whatever
 // the file holds.
 func (db *DB) logEdit(put []*Container, del []uint32) error {
+	return db.logEditFrom(put, del, 0)
+}
+
+// logEditFrom is logEdit that also moves the journal's replay start to
+// journalFrom (0: leaves it). A seal uses it, with put holding every
+// container it wrote files for: once the edit is durable, those files hold
+// what the journal no longer needs to replay.
+func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) error {
 	if len(put) > 0 {
 		// A container's entry names its files as they are now, perhaps
 		// just after a compaction dropped records that journal entries
@@ -286,9 +295,13 @@ func (db *DB) logEdit(put []*Container, del []uint32) error {
 		NextFile:      db.nextFile,
 		NextContainer: db.nextContainer,
 		Clock:         db.clock.highest(),
-		Del:           del, // JournalFrom 0: see manifestEdit
+		JournalFrom:   journalFrom, // 0 but for a seal: see manifestEdit
+		Del:           del,
 	}
 	for _, c := range put {
+		if c.isDeleted() {
+			continue // its deletion is logged: putting it back would undo it
+		}
 		e.Put = append(e.Put, c.meta())
 	}
 	b, err := appendEdit(nil, e)

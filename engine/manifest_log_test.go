@@ -295,13 +295,14 @@ func TestManifestEditKeepsReplayStart(t *testing.T) {
 }
 
 // TestCompactionLogsOneEdit: a compaction, one that rewrites a container's
-// files or one that drops files whose records all expired, makes its swap
-// durable with one MANIFEST edit for that container alone: the bytes it
-// writes to the MANIFEST are the same with 1 or 2,000 other containers,
-// and it rewrites nothing (no rename). Counted, not timed.
+// files or one that drops files whose records all expired, and a seal of
+// one container's writes, make their change durable with one MANIFEST edit
+// for that container alone: the bytes each writes to the MANIFEST are the
+// same with 1 or 2,000 other containers, and it rewrites nothing (no
+// rename). Counted, not timed.
 func TestCompactionLogsOneEdit(t *testing.T) {
 	ctx := context.Background()
-	cost := func(others int) (rewrite, drop manCounts) {
+	cost := func(others int) (rewrite, drop, sealed manCounts) {
 		cfs := &manCountFS{FS: vfs.OS}
 		clk := newFakeClock(t0)
 		db := openTest(t, t.TempDir(), clk, func(o *Options) { o.FS = cfs; o.CompactionInterval = -1 })
@@ -333,7 +334,7 @@ func TestCompactionLogsOneEdit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			seal() // a full rewrite: the edit log starts empty
+			seal()
 		}
 		before := cfs.snapshot()
 		db.sealMu.Lock()
@@ -349,7 +350,9 @@ func TestCompactionLogsOneEdit(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		before = cfs.snapshot()
 		seal()
+		sealed = cfs.snapshot().minus(before)
 		clk.Advance(10) // every record of the new file has expired
 		kept := files()
 		before = cfs.snapshot()
@@ -363,14 +366,14 @@ func TestCompactionLogsOneEdit(t *testing.T) {
 		if n := len(files()); n != len(kept)-1 {
 			t.Fatalf("dropFiles left %d of %d files", n, len(kept))
 		}
-		return rewrite, drop
+		return rewrite, drop, sealed
 	}
-	r1, d1 := cost(1)
-	r2, d2 := cost(2000)
+	r1, d1, s1 := cost(1)
+	r2, d2, s2 := cost(2000)
 	for _, x := range []struct {
 		what         string
 		small, large manCounts
-	}{{"rewrite", r1, r2}, {"drop", d1, d2}} {
+	}{{"rewrite", r1, r2}, {"drop", d1, d2}, {"seal", s1, s2}} {
 		if x.small.syncs != 1 || x.large.syncs != 1 || x.small.renames+x.large.renames != 0 {
 			t.Fatalf("%s: %d and %d MANIFEST fsyncs, %d and %d renames; want one fsync and no rename",
 				x.what, x.small.syncs, x.large.syncs, x.small.renames, x.large.renames)

@@ -123,12 +123,13 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 		return err
 	}
 	// A memtable frozen by a seal that failed is sealed first.
-	if err := db.sealFrozen(); err != nil {
+	sealed, err := db.sealFrozen(nil)
+	if err != nil {
 		return err
 	}
 	var through uint64
 	var frozen int
-	err := db.control(ctx, func(int64) error {
+	err = db.control(ctx, func(int64) error {
 		db.memGen++
 		db.mu.RLock()
 		defer db.mu.RUnlock()
@@ -150,7 +151,7 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 	if err != nil || frozen == 0 {
 		return err
 	}
-	if err := db.sealFrozen(); err != nil {
+	if sealed, err = db.sealFrozen(sealed); err != nil {
 		return err
 	}
 	// The manifest is about to say that the journal reaches past through.
@@ -160,9 +161,16 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 	db.manMu.Lock()
 	db.journalFrom = through + 1
 	db.manMu.Unlock()
-	if err := db.saveManifest(); err != nil {
+	// One edit names the files of every container sealed and moves the
+	// replay start past through, at a cost that grows with the containers
+	// written to, not with all there are.
+	db.mu.RLock()
+	err = db.logEditFrom(sealed, nil, through+1)
+	db.mu.RUnlock()
+	if err != nil {
 		return err
 	}
+	db.compactManifest()
 	if err := db.jnl.TruncateFront(through + 1); err != nil {
 		return fmt.Errorf("ebb: truncate journal: %w", err)
 	}
@@ -205,27 +213,33 @@ func (db *DB) journalDurable() error {
 	return nil
 }
 
-// sealFrozen seals every frozen memtable.
-func (db *DB) sealFrozen() error {
+// sealFrozen seals every frozen memtable, and returns sealed with the
+// containers that had one added.
+func (db *DB) sealFrozen(sealed []*Container) ([]*Container, error) {
 	for _, c := range db.containerList() {
-		if err := c.sealFrozen(); err != nil {
-			return err
+		did, err := c.sealFrozen()
+		if err != nil {
+			return sealed, err
+		}
+		if did && !slices.Contains(sealed, c) {
+			sealed = append(sealed, c)
 		}
 	}
-	return nil
+	return sealed, nil
 }
 
 // sealFrozen writes the container's frozen memtable to new segment files
 // and points the index at them. Records are placed by when they will die
 // (compactor.Place): tombstones, never-expiring items, and the rest ordered
 // by expiry in files that each cover a narrow window, so that most files
-// later die whole and are dropped without being read.
-func (c *Container) sealFrozen() error {
+// later die whole and are dropped without being read. It reports whether
+// there was a frozen memtable to seal.
+func (c *Container) sealFrozen() (bool, error) {
 	c.mu.RLock()
 	fr, deleted := c.frozen, c.deleted
 	if fr == nil || deleted {
 		c.mu.RUnlock()
-		return nil
+		return false, nil
 	}
 	now := c.db.clock.now()
 	var keep []int
@@ -253,11 +267,11 @@ func (c *Container) sealFrozen() error {
 
 	db := c.db
 	var made []*segFile
-	fail := func(err error) error {
+	fail := func(err error) (bool, error) {
 		for _, f := range made {
 			f.remove()
 		}
-		return fmt.Errorf("ebb: seal container %q: %w", c.ID(), err)
+		return true, fmt.Errorf("ebb: seal container %q: %w", c.ID(), err)
 	}
 	handles := make([]index.Loc, len(fr.recs))
 	for _, group := range compactor.Place(placed, max(minSealFileBytes, total/sealFilesPerSeal)) {
@@ -280,7 +294,7 @@ func (c *Container) sealFrozen() error {
 		for _, f := range made {
 			f.remove()
 		}
-		return nil
+		return false, nil
 	}
 	for _, f := range made {
 		c.files[f.num] = f
@@ -303,7 +317,7 @@ func (c *Container) sealFrozen() error {
 	c.advanceInSteps(now)
 	c.purgeInSteps(map[uint32]bool{index.MemFile | fr.gen: true})
 	c.mu.Lock() // for the deferred unlock
-	return nil
+	return true, nil
 }
 
 // Seal file sizing: a seal is cut into about sealFilesPerSeal files by
