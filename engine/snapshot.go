@@ -29,7 +29,7 @@ import (
 
 // snapshotAttempts bounds how often a snapshot is retaken when the
 // directory changes under it.
-const snapshotAttempts = 8
+const snapshotAttempts = 16
 
 // snapshot is what a database directory held at one moment, as far as
 // reading it without a lock can tell.
