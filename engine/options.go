@@ -31,10 +31,10 @@ type Options struct {
 	// last acknowledged writes, never a part of one.
 	NoSync bool
 
-	// JournalSegmentSize is the size of each journal file. The journal keeps
-	// its newest file in memory, and a sealed file is removed only whole, so
-	// this is also how much sealed data the journal may still hold on disk.
-	// Default 4 MiB.
+	// JournalSegmentSize is the size of each journal file. tidwall/wal keeps
+	// the newest file in memory and copies it whole each time its buffer
+	// grows, so a small file keeps those copies in the processor's caches;
+	// a file filled costs an fsync of the folder. Default 1 MiB.
 	JournalSegmentSize int
 
 	// SealThreshold is how many bytes of records may wait in memtables (and in
@@ -141,7 +141,7 @@ func (o *Options) withDefaults() Options {
 		out.Clock = time.Now
 	}
 	if out.JournalSegmentSize <= 0 {
-		out.JournalSegmentSize = 4 << 20
+		out.JournalSegmentSize = 1 << 20
 	}
 	if out.SealThreshold <= 0 {
 		out.SealThreshold = 16 << 20

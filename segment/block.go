@@ -119,7 +119,7 @@ func appendBlock(dst, raw []byte, c Compression, kind blockKind) []byte {
 		dst = zstdEncoder().EncodeAll(raw, dst)
 	case CompressionS2:
 		dst = slices.Grow(dst, s2.MaxEncodedLen(len(raw)))
-		out := s2.EncodeBetter(dst[len(dst):cap(dst)], raw)
+		out := s2.Encode(dst[len(dst):cap(dst)], raw)
 		dst = dst[:len(dst)+len(out)]
 	}
 	if codec != CompressionNone && len(dst)-start-blockHeaderSize >= len(raw) {

@@ -54,6 +54,7 @@ type Writer struct {
 	off     int64  // bytes written to f
 	block   []byte // encoded records of the current data block
 	out     []byte // scratch: the current block, framed
+	pending []byte // bytes written but not yet handed to f (up to writeChunk)
 	table   []byte // u32 length of every data block written
 	index   []byte // index entries, encoded as in index.go
 	stats   Stats
@@ -207,6 +208,7 @@ func (w *Writer) Finish() (Stats, error) {
 	f.stats = w.stats
 	b := f.encode()
 	w.write(b[:])
+	w.drain()
 	if w.err != nil {
 		return Stats{}, w.err
 	}
@@ -219,7 +221,7 @@ func (w *Writer) Finish() (Stats, error) {
 		return Stats{}, w.err
 	}
 	w.done = true
-	w.block, w.out, w.index, w.table = nil, nil, nil, nil
+	w.block, w.out, w.index, w.table, w.pending = nil, nil, nil, nil, nil
 	return w.stats, nil
 }
 
@@ -259,14 +261,30 @@ func (w *Writer) flush() error {
 	return w.err
 }
 
-// write appends b to the file, recording the first error.
+// writeChunk is how many bytes a Writer gathers before it writes them to
+// the file: one system call for many blocks.
+const writeChunk = 256 << 10
+
+// write appends b to the file (through the Writer's buffer), recording the
+// first error.
 func (w *Writer) write(b []byte) {
 	if w.err != nil {
 		return
 	}
-	n, err := w.f.Write(b)
-	w.off += int64(n)
-	if err != nil {
+	w.pending = append(w.pending, b...)
+	w.off += int64(len(b))
+	if len(w.pending) >= writeChunk {
+		w.drain()
+	}
+}
+
+// drain writes the buffered bytes to the file.
+func (w *Writer) drain() {
+	if w.err != nil || len(w.pending) == 0 {
+		return
+	}
+	if _, err := w.f.Write(w.pending); err != nil {
 		w.err = fmt.Errorf("segment %s: write: %w", w.path, err)
 	}
+	w.pending = w.pending[:0]
 }
