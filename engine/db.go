@@ -135,7 +135,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db.clock.checkBehind()
 	for _, c := range db.byNum {
 		c.mu.Lock()
-		c.setIndexingLocked(c.props) // rebuild the secondary index in the background
+		c.setIndexingLocked(c.props)
+		c.deferBuildLocked() // rebuilt in the background once first queried
 		c.mu.Unlock()
 	}
 	db.pipeCond.L = &db.pipeMu

@@ -26,10 +26,12 @@ import (
 //     match.
 //   - IndexingNone: no terms; queries scan.
 //
-// Terms are not stored on disk. At Open, and whenever the indexing policy
-// changes, the index loop rebuilds them from the documents in the
-// background; until it is done queries scan (still exact, only slower) and
-// Explain says so. Expired items are never indexed by a build: they are
+// Terms are not stored on disk. The index loop rebuilds them from the
+// documents in the background: whenever the indexing policy changes, and
+// after Open once the container is first queried (Query or Explain), so
+// that a store used for point reads and writes alone spends nothing on an
+// index it does not use. Until a build is done queries scan (still exact,
+// only slower) and Explain says so. Expired items are never indexed by a build: they are
 // invisible, and their slots are dropped by every query anyway.
 
 // indexConfig is the indexing policy in force, immutable once published:
@@ -61,6 +63,11 @@ type indexState struct {
 	building bool
 	cursor   uint32
 	retry    []string
+	// deferred says that the build due after Open waits for the
+	// container's first query; deferredHint mirrors it for a check without
+	// the lock.
+	deferred     bool
+	deferredHint atomic.Bool
 	// inflight counts the lazy writes and build ids an index step has
 	// taken and not yet set: the index lags while it is not zero.
 	inflight int
@@ -113,11 +120,38 @@ func (c *Container) setIndexingLocked(props ContainerProperties) {
 	c.ix.cfg.Store(cfg)
 	c.idx.ClearTerms()
 	c.ix.lazy, c.ix.retry, c.ix.cursor = nil, nil, 0
+	c.ix.deferred = false
+	c.ix.deferredHint.Store(false)
 	c.ix.building = cfg.terms && c.idx.Len() > 0
 	c.ix.ready = !c.ix.building
 	if c.ix.building {
 		c.db.kickIndex()
 	}
+}
+
+// deferBuildLocked puts off the build setIndexingLocked started until the
+// container's first query (startDeferredBuild); Open calls it. c.mu is held
+// for writing.
+func (c *Container) deferBuildLocked() {
+	if c.ix.building {
+		c.ix.building, c.ix.deferred = false, true
+		c.ix.deferredHint.Store(true)
+	}
+}
+
+// startDeferredBuild starts the build Open put off, if it still waits:
+// every query calls it.
+func (c *Container) startDeferredBuild() {
+	if !c.ix.deferredHint.Load() {
+		return
+	}
+	c.mu.Lock()
+	if c.ix.deferred {
+		c.ix.building, c.ix.deferred = true, false
+		c.ix.deferredHint.Store(false)
+		c.db.kickIndex()
+	}
+	c.mu.Unlock()
 }
 
 // writeTerms computes the terms of an op's document ahead of its commit,
@@ -265,7 +299,7 @@ func (c *Container) indexStep(retry bool) (more bool) {
 		c.ix.retry = append(c.ix.retry, failed...)
 		c.db.log.Warn("ebb: index build could not read items; will retry", "container", c.id, "items", len(failed), "err", failure)
 	}
-	if !c.ix.building && len(c.ix.retry) == 0 {
+	if !c.ix.building && !c.ix.deferred && len(c.ix.retry) == 0 {
 		c.ix.ready = true
 	}
 	return len(c.ix.lazy) > 0 || c.ix.building
@@ -278,6 +312,8 @@ func (c *Container) indexUsableLocked() (bool, string) {
 	switch {
 	case cfg == nil || cfg.mode == IndexingNone:
 		return false, "indexing mode none"
+	case c.ix.deferred:
+		return false, "index not built since Open: this query starts its build"
 	case c.ix.building:
 		return false, "index building"
 	case !c.ix.ready:

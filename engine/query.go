@@ -107,6 +107,7 @@ func (c *Container) prepareQuery(sql string, params []Param) (*query.Bound, erro
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.id, err)
 	}
+	c.startDeferredBuild()
 	vals := make(map[string]query.Value, len(params))
 	for _, p := range params {
 		if _, dup := vals[p.Name]; dup {

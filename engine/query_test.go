@@ -116,9 +116,12 @@ func runQuery(t testing.TB, c *Container, sql string, params ...Param) []Item {
 }
 
 // waitIndexed waits until c's secondary index is complete and the lazy
-// queue is empty.
+// queue is empty, starting the build Open puts off until the first query.
 func waitIndexed(t testing.TB, c *Container) {
 	t.Helper()
+	if _, err := c.Explain("SELECT * FROM c"); err != nil && !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c.mu.RLock()
@@ -442,5 +445,70 @@ func TestQueryLazyCountNeverWrong(t *testing.T) {
 				t.Fatalf("%s answered from a's stale index entry: %s", q, it.Body)
 			}
 		}
+	}
+}
+
+// TestIndexBuildWaitsForFirstQuery: after Open, the secondary index of a
+// container with indexed paths is not rebuilt until the container is first
+// queried (reads and writes meanwhile leave it alone, and a query answers
+// exactly by scanning); the first query starts the build, after which
+// queries use the index again.
+func TestIndexBuildWaitsForFirstQuery(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := newFakeClock(t0)
+	db := openTest(t, dir, clk)
+	c := mustCreateContainer(t, db, ContainerProperties{ID: "c"})
+	for i := range 300 {
+		if _, err := c.Upsert(ctx, fmt.Appendf(nil, `{"id":"k%03d","n":%d}`, i, i%7)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	db = openTest(t, dir, clk)
+	defer db.Close()
+	c, err := db.Container("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := c.Read(ctx, fmt.Sprintf("k%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Upsert(ctx, fmt.Appendf(nil, `{"id":"new%d","n":3}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // the index loop would have started by now
+	c.mu.RLock()
+	building, deferred := c.ix.building, c.ix.deferred
+	c.mu.RUnlock()
+	if building || !deferred {
+		t.Fatalf("after reads and writes alone: building %v, deferred %v; want the build put off", building, deferred)
+	}
+	plan, err := c.Explain(`SELECT * FROM c WHERE c.n = 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "scan") {
+		t.Fatalf("first Explain after Open, before the build:\n%s", plan)
+	}
+	waitIndexed(t, c)
+	plan, err = c.Explain(`SELECT * FROM c WHERE c.n = 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "index") || strings.Contains(plan, "scan") {
+		t.Fatalf("Explain once built:\n%s", plan)
+	}
+	var n int
+	for _, err := range c.Query(ctx, `SELECT * FROM c WHERE c.n = 3`) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if want := 43 + 50; n != want { // 300 items with n = i%7 == 3, and the 50 new ones
+		t.Fatalf("query found %d items, want %d", n, want)
 	}
 }

@@ -417,17 +417,7 @@ func (db *DB) createSegment(num, container uint32, cold bool) (*segment.Writer, 
 
 // openSegment opens segment file num for reading.
 func (db *DB) openSegment(num uint32) (*segFile, error) {
-	path := db.segmentPath(num)
-	f, err := db.fs.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("segment: %w", err)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("segment: %w", err)
-	}
-	r, err := segment.OpenFile(f, info.Size(), path, segment.ReaderOptions{Cache: db.cache, FileNum: uint64(num)})
+	r, err := openSegmentFile(db.fs, db.segmentPath(num), segment.ReaderOptions{Cache: db.cache, FileNum: uint64(num)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/ebbdb/ebb/compactor"
@@ -77,3 +81,62 @@ func (f *segFile) remove() {
 	f.fs.Remove(f.r.Path())
 	f.release()
 }
+
+// openSegmentFile opens segment file path of the database for reading: a
+// file of the operating system is mapped into memory (vfs.Map), so that a
+// point read that misses the block cache costs no read call; a file of
+// another FS (the tests' fault-injecting ones) is read through it.
+func openSegmentFile(fsys vfs.FS, path string, opts segment.ReaderOptions) (*segment.Reader, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("segment: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("segment: %w", err)
+	}
+	data, unmap, ok, err := vfs.Map(fsys, f, info.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("segment %s: %w", path, err)
+	}
+	if !ok {
+		return segment.OpenFile(f, info.Size(), path, opts)
+	}
+	return segment.OpenFile(&mappedFile{data: data, unmap: unmap, f: f}, info.Size(), path, opts)
+}
+
+// mappedFile is a segment file mapped into memory: the segment Reader
+// decodes blocks from Bytes, ReadAt copies out of the mapping, and Close
+// unmaps it and closes the file. A fault while copying (the file cut short
+// underneath) is an error, not a crash.
+type mappedFile struct {
+	data  []byte
+	unmap func() error
+	f     vfs.File
+}
+
+func (m *mappedFile) Bytes() []byte { return m.data }
+
+func (m *mappedFile) ReadAt(b []byte, off int64) (n int, err error) {
+	if off < 0 || off >= int64(len(m.data)) {
+		return 0, io.EOF
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(interface{ Addr() uintptr }); !ok {
+				panic(p) // not a memory fault (debug.SetPanicOnFault)
+			}
+			n, err = 0, fmt.Errorf("reading the mapped file at offset %d faulted (was it cut short?): %v", off, p)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	n = copy(b, m.data[off:])
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (m *mappedFile) Close() error { return errors.Join(m.unmap(), m.f.Close()) }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"runtime/debug"
 	"sync"
 )
 
@@ -24,14 +25,26 @@ type ReaderOptions struct {
 // Reader reads a finished segment file. Open checks the footer, the file
 // header and the block table; blocks and the index are checked as they are
 // read, and Verify checks everything. A Reader is safe for concurrent use:
-// all reads are positioned (pread).
+// all reads are positioned (pread), or made from a mapping (Mapped).
 type Reader struct {
-	ra    io.ReaderAt
-	close func() error
-	path  string
-	opts  ReaderOptions
-	ft    footer
-	offs  []int64 // offs[i] is the file offset of data block i; offs[Blocks] is the index block's
+	ra     io.ReaderAt
+	mapped []byte // the file's bytes when ra is Mapped
+	close  func() error
+	path   string
+	opts   ReaderOptions
+	ft     footer
+	offs   []int64 // offs[i] is the file offset of data block i; offs[Blocks] is the index block's
+}
+
+// Mapped is a file whose bytes are all in memory, a memory-mapped file: a
+// Reader given one decodes data blocks straight from Bytes, with no read
+// call and no copy of the stored bytes. Bytes must stay valid until the
+// Reader is closed; nothing a Reader returns aliases them. A fault while
+// touching them (the file was cut short underneath) is reported as an
+// error, not a crash.
+type Mapped interface {
+	io.ReaderAt
+	Bytes() []byte
 }
 
 // RecordAt is a record yielded by Reader.Records, with where it was found.
@@ -78,6 +91,9 @@ func OpenFile(f ReadAtCloser, size int64, path string, opts ReaderOptions) (*Rea
 // name is used in errors and returned by Path. Close does not close ra.
 func NewReader(ra io.ReaderAt, size int64, name string, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{ra: ra, path: name, opts: opts}
+	if m, ok := ra.(Mapped); ok && int64(len(m.Bytes())) == size {
+		r.mapped = m.Bytes()
+	}
 	if size < fileHeaderSize+2*blockHeaderSize+footerSize {
 		return nil, r.corrupt(atHeader(), "file of %d bytes is too short to be a segment", size)
 	}
@@ -262,33 +278,65 @@ func (r *Reader) records(keep bool) iter.Seq2[RecordAt, error] {
 
 // readBlock reads and checks data block blk. With bb nil the result is
 // freshly allocated and may be kept (cached); otherwise it lives in bb.
-func (r *Reader) readBlock(blk uint32, bb *blockBuf) ([]byte, error) {
+// Either way it never aliases a mapping.
+func (r *Reader) readBlock(blk uint32, bb *blockBuf) (raw []byte, err error) {
 	own := bb == nil
 	if own {
 		bb = getBlockBuf()
 		defer putBlockBuf(bb)
 	}
 	off := r.offs[blk]
-	bb.stored = grow(bb.stored, int(r.offs[blk+1]-off))
-	if err := r.readAt(bb.stored, off); err != nil {
-		return nil, err
+	n := r.offs[blk+1] - off
+	var stored []byte
+	if r.mapped != nil {
+		if off+n > int64(len(r.mapped)) {
+			return nil, r.corrupt(atBlock(int(blk), off), "block %d at offset %d runs past the %d bytes mapped", blk, off, len(r.mapped))
+		}
+		stored = r.mapped[off : off+n : off+n]
+		defer r.catchFault(&raw, &err, off)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	} else {
+		bb.stored = grow(bb.stored, int(n))
+		if err := r.readAt(bb.stored, off); err != nil {
+			return nil, err
+		}
+		stored = bb.stored
 	}
 	var scratch []byte
 	if !own {
 		scratch = bb.raw
 	}
-	raw, _, err := decodeBlock(bb.stored, kindData, MaxBlockSize, scratch)
+	raw, _, err = decodeBlock(stored, kindData, MaxBlockSize, scratch)
 	if err != nil {
 		return nil, r.damaged(atBlock(int(blk), off), err, fmt.Sprintf("block %d at offset %d", blk, off))
 	}
-	if own {
-		if Compression(bb.stored[8]) == CompressionNone {
-			raw = bytes.Clone(raw) // raw aliases the pooled read buffer
+	if Compression(stored[8]) == CompressionNone {
+		// raw is the stored payload: the pooled read buffer or the mapping.
+		switch {
+		case own:
+			return bytes.Clone(raw), nil
+		case r.mapped != nil:
+			bb.raw = append(bb.raw[:0], raw...)
+			return bb.raw, nil
 		}
 		return raw, nil
 	}
-	bb.keepRaw(raw)
+	if !own {
+		bb.raw = raw[:0] // the decompression buffer for the next block
+	}
 	return raw, nil
+}
+
+// catchFault turns a memory fault met while reading the mapping at off (a
+// file cut short while mapped) into an error; readBlock defers it.
+func (r *Reader) catchFault(raw *[]byte, err *error, off int64) {
+	if p := recover(); p != nil {
+		if _, ok := p.(interface{ Addr() uintptr }); !ok {
+			panic(p) // not a memory fault (debug.SetPanicOnFault)
+		}
+		*raw = nil
+		*err = fmt.Errorf("segment %s: reading the mapped file at offset %d faulted (was it cut short?): %v: %w", r.path, off, p, ErrCorrupt)
+	}
 }
 
 // readAt fills b from offset off; a short read means the file shrank.
