@@ -54,9 +54,9 @@ func (c *Container) Query(ctx context.Context, sql string, params ...Param) iter
 			yield(Item{}, err)
 			return
 		}
-		q, err := c.prepareQuery(sql, params)
+		q, err := c.prepareQuery(ctx, sql, params)
 		if err == nil {
-			err = ctx.Err() // parsing is bounded by the query limits: check after it
+			err = ctx.Err()
 		}
 		if err != nil {
 			yield(Item{}, err)
@@ -72,7 +72,7 @@ func (c *Container) Explain(sql string, params ...Param) (string, error) {
 	if err := c.db.usable(); err != nil {
 		return "", err
 	}
-	q, err := c.prepareQuery(sql, params)
+	q, err := c.prepareQuery(context.Background(), sql, params)
 	if err != nil {
 		return "", err
 	}
@@ -96,14 +96,15 @@ func (c *Container) Explain(sql string, params ...Param) (string, error) {
 	return b.String(), nil
 }
 
-// prepareQuery parses and binds sql. The query text is held to the limits
-// of package query (query.MaxLength and the rest, errors matching
-// query.ErrLimit), and the parameters given to query.MaxParams.
-func (c *Container) prepareQuery(sql string, params []Param) (*query.Bound, error) {
+// prepareQuery parses and binds sql, stopping with ctx's error soon after
+// ctx ends. The query text is held to the limits of package query
+// (query.MaxLength and the rest, errors matching query.ErrLimit), and the
+// parameters given to query.MaxParams.
+func (c *Container) prepareQuery(ctx context.Context, sql string, params []Param) (*query.Bound, error) {
 	if len(params) > query.MaxParams {
 		return nil, fmt.Errorf("container %q: %w: %d parameters given; query.MaxParams allows %d", c.id, query.ErrLimit, len(params), query.MaxParams)
 	}
-	q, err := query.Parse(sql)
+	q, err := query.ParseContext(ctx, sql)
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.id, err)
 	}

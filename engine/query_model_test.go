@@ -18,7 +18,7 @@ import (
 // The planner, the secondary index and its upkeep are checked against it.
 func bruteQuery(t testing.TB, c *Container, sql string, params []Param) []string {
 	t.Helper()
-	q, err := c.prepareQuery(sql, params)
+	q, err := c.prepareQuery(context.Background(), sql, params)
 	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}

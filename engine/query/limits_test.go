@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -233,4 +234,46 @@ func FuzzParseShapes(f *testing.F) {
 		_ = bq.Plan(func(string) bool { return true }).String()
 		bq.Match(ObjectValue([]Member{{Key: "n", Value: NumberValue(1)}}))
 	})
+}
+
+// endingCtx is a context whose Err starts to report context.Canceled at
+// its n-th call, and counts its calls.
+type endingCtx struct {
+	context.Context
+	n, calls int
+}
+
+func (c *endingCtx) Err() error {
+	c.calls++
+	if c.calls >= c.n {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestParseStopsWhenContextEnds: ParseContext checks its context as it
+// reads, and stops at the first check after the context ends, with the
+// context's error, however much text is left: so a parse of the longest
+// query allowed ends within ctxCheckTokens tokens of its deadline. Counted,
+// not timed.
+func TestParseStopsWhenContextEnds(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("SELECT * FROM c WHERE c.a = 1")
+	for b.Len() < MaxLength-40 {
+		b.WriteString(" AND c.a = 1")
+	}
+	sql := b.String()
+	if _, err := ParseContext(context.Background(), sql); err != nil {
+		t.Fatalf("the long query does not parse: %v", err)
+	}
+	for _, n := range []int{1, 2, 5, 40} {
+		ctx := &endingCtx{Context: context.Background(), n: n}
+		_, err := ParseContext(ctx, sql)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("context ending at check %d: %v, want context.Canceled", n, err)
+		}
+		if ctx.calls != n {
+			t.Fatalf("context ending at check %d: checked %d times; the parse went on after it ended", n, ctx.calls)
+		}
+	}
 }

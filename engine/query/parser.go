@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -25,11 +26,18 @@ var reserved = map[string]bool{
 // MaxTerms, MaxParams); a query over one fails with an error matching
 // ErrLimit (and so ErrInvalidQuery) that names the limit, and costs no more
 // than reading that far.
-func Parse(sql string) (*Query, error) {
+func Parse(sql string) (*Query, error) { return ParseContext(context.Background(), sql) }
+
+// ParseContext is Parse that stops soon after ctx ends (it checks ctx every
+// ctxCheckTokens tokens), returning ctx's error.
+func ParseContext(ctx context.Context, sql string) (*Query, error) {
 	if len(sql) > MaxLength {
 		return nil, limitErr("the query text is %d bytes; MaxLength allows %d", len(sql), MaxLength)
 	}
-	p := &parser{src: sql, lx: lexer{src: sql}}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := &parser{src: sql, lx: lexer{src: sql}, ctx: ctx}
 	p.advance()
 	q := p.query()
 	if p.err != nil {
@@ -53,7 +61,15 @@ type parser struct {
 	// counts the operands read so far (see MaxDepth, MaxTerms).
 	depth int
 	terms int
+	// ctx ends the parse early; tokens counts the tokens read, to check
+	// it every ctxCheckTokens.
+	ctx    context.Context
+	tokens int
 }
+
+// ctxCheckTokens is how many tokens the parser reads between two checks of
+// its context: a few microseconds of work.
+const ctxCheckTokens = 256
 
 // enter notes one more level of nesting; it reports false (and records an
 // ErrLimit) past MaxDepth. Each enter that returns true is paired with leave.
@@ -79,6 +95,9 @@ func (p *parser) term() {
 }
 
 func (p *parser) advance() {
+	if p.tokens++; p.tokens%ctxCheckTokens == 0 && p.err == nil {
+		p.err = p.ctx.Err()
+	}
 	if p.err != nil {
 		p.tok = token{kind: tEOF, pos: len(p.src)}
 		return
