@@ -96,6 +96,7 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 	props = props.clone()
 	defer c.db.compactManifest()
 	return c.db.control(ctx, func(now int64) error {
+		c.advanceInSteps(now) // a storm of expiries is marked a step at a time
 		c.mu.Lock()
 		if c.deleted {
 			c.mu.Unlock()
@@ -269,15 +270,15 @@ func (c *Container) Items(ctx context.Context) iter.Seq2[Item, error] {
 			return
 		}
 		now := c.db.clock.now()
-		c.mu.Lock()
+		c.advanceInSteps(now)
+		c.mu.RLock()
 		if c.deleted {
-			c.mu.Unlock()
+			c.mu.RUnlock()
 			yield(Item{}, c.notFound())
 			return
 		}
-		c.advanceLocked(now)
-		snap := c.idx.Live(now)
-		c.mu.Unlock()
+		snap := c.idx.Live(now) // leaves out items expired by now, marked or not
+		c.mu.RUnlock()
 		c.settleExpiries()
 		for i := range snap {
 			if err := ctx.Err(); err != nil {
@@ -304,6 +305,7 @@ func (c *Container) Stats() Stats {
 	}
 	now := c.db.clock.now()
 	shared := c.db.sharedDiskBytes(c.num)
+	c.advanceInSteps(now) // an expiry storm is marked a step at a time
 	c.mu.Lock()
 	if c.deleted {
 		c.mu.Unlock()
@@ -368,8 +370,8 @@ func (c *Container) newIndex() *index.Index {
 // are purged at once: the container's lock is released between steps, so
 // an expiry storm never stalls readers and writers for long.
 const (
-	advanceChunk = 4096
-	purgeChunk   = 4096
+	advanceChunk = 1024
+	purgeChunk   = 1024
 )
 
 // advanceInSteps marks the items expired by now, taking the lock for one

@@ -43,6 +43,7 @@ func (c *Container) Metrics() Metrics {
 		return Metrics{}
 	}
 	now := c.db.clock.now()
+	c.advanceInSteps(now)
 	c.mu.Lock()
 	c.advanceLocked(now)
 	c.mu.Unlock()

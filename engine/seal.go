@@ -235,6 +235,10 @@ func (db *DB) sealFrozen(sealed []*Container) ([]*Container, error) {
 // later die whole and are dropped without being read. It reports whether
 // there was a frozen memtable to seal.
 func (c *Container) sealFrozen() (bool, error) {
+	// What the seal needs of the container is copied under the lock; the
+	// frozen memtable is immutable, so the work over its records runs
+	// without it (a writer waiting for the lock would otherwise hold up
+	// every reader behind it for as long).
 	c.mu.RLock()
 	fr, deleted := c.frozen, c.deleted
 	if fr == nil || deleted {
@@ -242,6 +246,16 @@ func (c *Container) sealFrozen() (bool, error) {
 		return false, nil
 	}
 	now := c.db.clock.now()
+	history := slices.Clone(c.history)
+	older := make(map[uint32]*segFile, len(c.files))
+	for n, f := range c.files {
+		older[n] = f
+	}
+	c.mu.RUnlock()
+
+	// An item expired by now under this history stays expired whatever
+	// the policy becomes: a DefaultTTL change marks every item expired by
+	// its instant before it takes effect.
 	var keep []int
 	var placed []compactor.Placed
 	var total int64
@@ -250,7 +264,7 @@ func (c *Container) sealFrozen() (bool, error) {
 		r := &fr.recs[i]
 		p := compactor.Placed{Expire: index.Never, Tombstone: r.Op == segment.OpDelete, Size: segment.RecordSize(r)}
 		if r.Op == segment.OpPut {
-			p.Expire = c.history.ExpiresAt(r.TS, r.TTL)
+			p.Expire = history.ExpiresAt(r.TS, r.TTL)
 			if p.Expire <= now && !hides[i] {
 				continue // expired already and hides nothing: never written
 			}
@@ -259,11 +273,6 @@ func (c *Container) sealFrozen() (bool, error) {
 		placed = append(placed, p)
 		total += int64(p.Size)
 	}
-	older := make(map[uint32]*segFile, len(c.files))
-	for n, f := range c.files {
-		older[n] = f
-	}
-	c.mu.RUnlock()
 
 	db := c.db
 	var made []*segFile
