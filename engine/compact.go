@@ -45,7 +45,11 @@ func (c *Container) Compact(ctx context.Context) error {
 	c.mu.RUnlock()
 	// With every file in one rewrite no older version survives outside it,
 	// so no tombstone is needed and none is kept.
-	return c.rewrite(ctx, all, nil)
+	if err := c.rewrite(ctx, all, nil); err != nil {
+		return err
+	}
+	db.waitRemovals() // the space is back when Compact returns
+	return nil
 }
 
 // dropFiles deletes files that hold no live record and hide nothing, without
@@ -96,8 +100,8 @@ func (c *Container) dropFiles(nums []uint32) error {
 	var bytes int64
 	for _, f := range dropped {
 		bytes += f.r.Stats().FileBytes
-		f.remove()
 	}
+	c.db.removeLater(dropped...)
 	c.stats.filesDropped.Add(int64(len(dropped)))
 	c.stats.bytesDropped.Add(bytes)
 	c.db.log.Debug("ebb: dropped dead segment files unread", "container", c.ID(), "files", len(dropped), "bytes", bytes)
@@ -237,9 +241,7 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 		}
 		return fmt.Errorf("ebb: compact container %q: %w", c.ID(), err)
 	}
-	for _, f := range inputs {
-		f.remove()
-	}
+	c.db.removeLater(inputs...)
 	c.purgeInSteps(inGroup)
 	c.stats.filesRewritten.Add(int64(len(inputs)))
 	c.stats.compactRead.Add(res.ReadBytes)

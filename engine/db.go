@@ -57,6 +57,9 @@ type DB struct {
 	segList segListing // what seg/ holds besides segment files, for the disk figures
 
 	commits chan *commitReq
+	// removals holds segment files no MANIFEST names, for the removal
+	// loop to unlink (remove.go).
+	removals chan removal
 	// The commit pipeline (commit.go, commit_apply.go): groups the commit
 	// loop wrote wait in written for the apply loop; taken is the last seq
 	// of the groups it took from there, applied the last seq it applied,
@@ -117,6 +120,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		containers: make(map[string]*Container),
 		byNum:      make(map[uint32]*Container),
 		commits:    make(chan *commitReq, 1024),
+		removals:   make(chan removal, removeQueue),
 		written:    make(chan *commitGroup, writtenQueue),
 		quit:       make(chan struct{}),
 		sealKick:   make(chan struct{}, 1),
@@ -142,9 +146,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db.pipeCond.L = &db.pipeMu
 	db.applied = db.jnl.NextSeq() - 1
 	db.taken = db.applied
-	db.workers.Add(5)
+	db.workers.Add(6)
 	go db.commitLoop()
 	go db.applyLoop()
+	go db.removeLoop()
 	go db.sealLoop()
 	go db.compactLoop()
 	go db.indexLoop()
@@ -171,6 +176,7 @@ func (db *DB) Close() error {
 	db.submitMu.Unlock()
 	close(db.quit)
 	db.workers.Wait()
+	db.removeWaiting()
 	var errs []error
 	if db.failure.Load() == nil {
 		errs = append(errs, db.saveManifest())
@@ -311,7 +317,7 @@ func (db *DB) DeleteContainer(ctx context.Context, id string) error {
 		c.mem, c.frozen = nil, nil
 		c.mu.Unlock()
 		for _, f := range files {
-			f.remove()
+			db.removeLater(f)
 		}
 		return nil
 	})
