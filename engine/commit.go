@@ -302,7 +302,15 @@ outer:
 		p.inflight[k] = last
 	}
 	p.handed = last
-	db.written <- &commitGroup{reqs: group, last: last}
+	g := &commitGroup{reqs: group, last: last}
+	if db.opts.NoSync {
+		// No fsync to overlap with: applying here saves the writers a
+		// hand-off between goroutines.
+		db.takeGroups(g)
+		db.applyGroups([]*commitGroup{g})
+		return rest
+	}
+	db.written <- g
 	return rest
 }
 

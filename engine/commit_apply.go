@@ -39,12 +39,17 @@ func (db *DB) applyLoop() {
 				break more
 			}
 		}
-		db.pipeMu.Lock()
-		db.taken = batch[len(batch)-1].last
-		db.pipeCond.Broadcast()
-		db.pipeMu.Unlock()
+		db.takeGroups(batch...)
 		db.applyGroups(batch)
 	}
+}
+
+// takeGroups records that the groups are taken for applying (waitTaken).
+func (db *DB) takeGroups(batch ...*commitGroup) {
+	db.pipeMu.Lock()
+	db.taken = batch[len(batch)-1].last
+	db.pipeCond.Broadcast()
+	db.pipeMu.Unlock()
 }
 
 // applyGroups makes the groups durable, applies and answers them.
