@@ -23,8 +23,9 @@ const relocateChunk = 4096
 // container is gone from disk. It first seals the journal, so that all
 // records are in segment files. Files with no live record are deleted
 // without being read; the others are rewritten with their live records
-// only. Readers and writers are not blocked while it runs, and what they see
-// never changes because of it.
+// only, reading at most Options.CompactionRate bytes a second. Readers and
+// writers are not blocked while it runs, and what they see never changes
+// because of it.
 func (c *Container) Compact(ctx context.Context) error {
 	db := c.db
 	if err := db.writable(); err != nil {
@@ -44,8 +45,11 @@ func (c *Container) Compact(ctx context.Context) error {
 	}
 	c.mu.RUnlock()
 	// With every file in one rewrite no older version survives outside it,
-	// so no tombstone is needed and none is kept.
-	if err := c.rewrite(ctx, all, nil); err != nil {
+	// so no tombstone is needed and none is kept. The rewrite reads at the
+	// background compactor's rate (Options.CompactionRate), so that a
+	// Compact called while the store serves requests does not crowd them
+	// out: it takes longer instead.
+	if err := c.rewrite(ctx, all, newBudget(db.opts.CompactionRate).wait); err != nil {
 		return err
 	}
 	db.waitRemovals() // the space is back when Compact returns

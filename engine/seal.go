@@ -410,8 +410,14 @@ func newestPerID(recs []segment.Record, replaced []bool) (keep []int, hides map[
 // is true for files that compaction rewrites, false for files sealed from
 // the memtable (see Options.Compression).
 func (db *DB) writerOptions(container uint32, cold bool) segment.WriterOptions {
-	return segment.WriterOptions{BlockSize: db.opts.BlockSize, Compression: db.opts.Compression.segment(cold), Container: container}
+	return segment.WriterOptions{BlockSize: db.opts.BlockSize, Compression: db.opts.Compression.segment(cold), Container: container,
+		SyncEvery: segmentSyncEvery}
 }
+
+// segmentSyncEvery is how many bytes a seal or a compaction writes to a
+// segment file between two fsyncs of it: each flush stays short, so a
+// writer's journal fsync never waits behind tens of MB of a new file.
+const segmentSyncEvery = 1 << 20
 
 // createSegment creates segment file num, of container, for writing; the
 // Writer's Abort removes it. cold is as for writerOptions.

@@ -466,3 +466,56 @@ func TestMappedReader(t *testing.T) {
 		})
 	}
 }
+
+// syncCounter is a File that counts fsyncs and the bytes written before
+// each.
+type syncCounter struct {
+	bytes.Buffer
+	syncs []int
+}
+
+func (s *syncCounter) Sync() error  { s.syncs = append(s.syncs, s.Len()); return nil }
+func (s *syncCounter) Close() error { return nil }
+
+// TestWriterSyncEvery: with SyncEvery set, a Writer fsyncs each time about
+// that many more bytes reached the file (never more than two write chunks
+// past it: bytes reach the file a chunk at a time), and once more at
+// Finish; without it, only at Finish.
+func TestWriterSyncEvery(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(9, 9)), 4000, 0)
+	for _, every := range []int64{0, 64 << 10, 300 << 10} {
+		f := &syncCounter{}
+		w, err := NewWriter(f, "mem", WriterOptions{Compression: CompressionNone, SyncEvery: every}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range recs {
+			if _, err := w.Add(&recs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		size := f.Len()
+		if n := len(f.syncs); n == 0 || f.syncs[n-1] != size {
+			t.Fatalf("SyncEvery %d: the last fsync (of %v) is not at the end, %d bytes", every, f.syncs, size)
+		}
+		if every == 0 {
+			if len(f.syncs) != 1 {
+				t.Fatalf("SyncEvery 0: %d fsyncs, want 1", len(f.syncs))
+			}
+			continue
+		}
+		prev := 0
+		for _, at := range f.syncs[:len(f.syncs)-1] {
+			if d := int64(at - prev); d < every || d >= every+2*writeChunk {
+				t.Fatalf("SyncEvery %d: an fsync %d bytes after the one before (%v)", every, d, f.syncs)
+			}
+			prev = at
+		}
+		if int64(size-prev) >= every+2*writeChunk {
+			t.Fatalf("SyncEvery %d: %d bytes written after the last intermediate fsync", every, size-prev)
+		}
+	}
+}

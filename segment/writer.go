@@ -33,6 +33,11 @@ type WriterOptions struct {
 	// Container is the container number that every record added must carry.
 	// It is recorded in the footer's Stats.
 	Container uint32
+	// SyncEvery, when not 0, makes the writer fsync the file each time
+	// that many bytes more were written to it, besides the fsync of Finish:
+	// many short flushes instead of one long one, so that the fsyncs of
+	// other files (a journal's) never wait long behind this one.
+	SyncEvery int64
 }
 
 // DefaultBlockSize is the block size used when WriterOptions.BlockSize is 0.
@@ -55,11 +60,13 @@ type Writer struct {
 	block   []byte // encoded records of the current data block
 	out     []byte // scratch: the current block, framed
 	pending []byte // bytes written but not yet handed to f (up to writeChunk)
-	table   []byte // u32 length of every data block written
-	index   []byte // index entries, encoded as in index.go
-	stats   Stats
-	err     error // sticky: the first failure; the writer is unusable after it
-	done    bool  // Finish succeeded
+	// unsynced counts the bytes handed to f since its last fsync.
+	unsynced int64
+	table    []byte // u32 length of every data block written
+	index    []byte // index entries, encoded as in index.go
+	stats    Stats
+	err      error // sticky: the first failure; the writer is unusable after it
+	done     bool  // Finish succeeded
 }
 
 var errWriterClosed = errors.New("segment: writer is finished or aborted")
@@ -286,5 +293,12 @@ func (w *Writer) drain() {
 	if _, err := w.f.Write(w.pending); err != nil {
 		w.err = fmt.Errorf("segment %s: write: %w", w.path, err)
 	}
+	w.unsynced += int64(len(w.pending))
 	w.pending = w.pending[:0]
+	if w.opts.SyncEvery > 0 && w.unsynced >= w.opts.SyncEvery && w.err == nil {
+		if err := w.f.Sync(); err != nil {
+			w.err = fmt.Errorf("segment %s: fsync: %w", w.path, err)
+		}
+		w.unsynced = 0
+	}
 }
