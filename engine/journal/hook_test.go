@@ -47,6 +47,20 @@ func TestHookFaults(t *testing.T) {
 	}
 }
 
+// crashLayout is a new layout whose folder is under a CrashFS.
+func crashLayout(t *testing.T) (layout, *vfs.CrashFS) {
+	t.Helper()
+	l := newLayout(t)
+	if err := os.MkdirAll(filepath.Dir(l.journal), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfs, err := vfs.NewCrashFS(filepath.Dir(l.journal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, cfs
+}
+
 // TestHookPowerLoss: after a simulated power loss every entry Append
 // acknowledged is back (with NoSync: every entry before the last Sync),
 // whatever became of the unsynced bytes.
@@ -54,14 +68,7 @@ func TestHookPowerLoss(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for round := range 40 {
 		noSync := round%2 == 1
-		l := newLayout(t)
-		if err := os.MkdirAll(filepath.Dir(l.journal), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cfs, err := vfs.NewCrashFS(filepath.Dir(l.journal))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, cfs := crashLayout(t)
 		j := l.open(t, Options{SegmentSize: 1024, FS: cfs, NoSync: noSync})
 		n := 1 + rnd.IntN(60)
 		durable := uint64(0)
@@ -104,14 +111,7 @@ func TestHookPowerLoss(t *testing.T) {
 func TestWriteSyncToPowerLoss(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 4))
 	for round := range 30 {
-		l := newLayout(t)
-		if err := os.MkdirAll(filepath.Dir(l.journal), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cfs, err := vfs.NewCrashFS(filepath.Dir(l.journal))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, cfs := crashLayout(t)
 		j := l.open(t, Options{SegmentSize: 2048, FS: cfs})
 		n := 20 + rnd.IntN(200)
 		written := make(chan uint64, n)
