@@ -64,10 +64,9 @@ type indexState struct {
 	cursor   uint32
 	retry    []string
 	// deferred says that the build due after Open waits for the
-	// container's first query; deferredHint mirrors it for a check without
-	// the lock.
-	deferred     bool
-	deferredHint atomic.Bool
+	// container's first query. It is changed under c.mu, and read without
+	// it by every query.
+	deferred atomic.Bool
 	// inflight counts the lazy writes and build ids an index step has
 	// taken and not yet set: the index lags while it is not zero.
 	inflight int
@@ -120,8 +119,7 @@ func (c *Container) setIndexingLocked(props ContainerProperties) {
 	c.ix.cfg.Store(cfg)
 	c.idx.ClearTerms()
 	c.ix.lazy, c.ix.retry, c.ix.cursor = nil, nil, 0
-	c.ix.deferred = false
-	c.ix.deferredHint.Store(false)
+	c.ix.deferred.Store(false)
 	c.ix.building = cfg.terms && c.idx.Len() > 0
 	c.ix.ready = !c.ix.building
 	if c.ix.building {
@@ -134,21 +132,21 @@ func (c *Container) setIndexingLocked(props ContainerProperties) {
 // for writing.
 func (c *Container) deferBuildLocked() {
 	if c.ix.building {
-		c.ix.building, c.ix.deferred = false, true
-		c.ix.deferredHint.Store(true)
+		c.ix.building = false
+		c.ix.deferred.Store(true)
 	}
 }
 
 // startDeferredBuild starts the build Open put off, if it still waits:
 // every query calls it.
 func (c *Container) startDeferredBuild() {
-	if !c.ix.deferredHint.Load() {
+	if !c.ix.deferred.Load() {
 		return
 	}
 	c.mu.Lock()
-	if c.ix.deferred {
-		c.ix.building, c.ix.deferred = true, false
-		c.ix.deferredHint.Store(false)
+	if c.ix.deferred.Load() {
+		c.ix.building = true
+		c.ix.deferred.Store(false)
 		c.db.kickIndex()
 	}
 	c.mu.Unlock()
@@ -299,7 +297,7 @@ func (c *Container) indexStep(retry bool) (more bool) {
 		c.ix.retry = append(c.ix.retry, failed...)
 		c.db.log.Warn("ebb: index build could not read items; will retry", "container", c.id, "items", len(failed), "err", failure)
 	}
-	if !c.ix.building && !c.ix.deferred && len(c.ix.retry) == 0 {
+	if !c.ix.building && !c.ix.deferred.Load() && len(c.ix.retry) == 0 {
 		c.ix.ready = true
 	}
 	return len(c.ix.lazy) > 0 || c.ix.building
@@ -312,7 +310,7 @@ func (c *Container) indexUsableLocked() (bool, string) {
 	switch {
 	case cfg == nil || cfg.mode == IndexingNone:
 		return false, "indexing mode none"
-	case c.ix.deferred:
+	case c.ix.deferred.Load():
 		return false, "index not built since Open: this query starts its build"
 	case c.ix.building:
 		return false, "index building"

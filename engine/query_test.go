@@ -481,7 +481,7 @@ func TestIndexBuildWaitsForFirstQuery(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond) // the index loop would have started by now
 	c.mu.RLock()
-	building, deferred := c.ix.building, c.ix.deferred
+	building, deferred := c.ix.building, c.ix.deferred.Load()
 	c.mu.RUnlock()
 	if building || !deferred {
 		t.Fatalf("after reads and writes alone: building %v, deferred %v; want the build put off", building, deferred)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/ebbdb/ebb/compactor"
@@ -107,10 +106,10 @@ func openSegmentFile(fsys vfs.FS, path string, opts segment.ReaderOptions) (*seg
 	return segment.OpenFile(&mappedFile{data: data, unmap: unmap, f: f}, info.Size(), path, opts)
 }
 
-// mappedFile is a segment file mapped into memory: the segment Reader
-// decodes blocks from Bytes, ReadAt copies out of the mapping, and Close
-// unmaps it and closes the file. A fault while copying (the file cut short
-// underneath) is an error, not a crash.
+// mappedFile is a segment file mapped into memory: the segment Reader reads
+// it through Bytes (guarding against faults itself), and Close unmaps it
+// and closes the file. ReadAt is there for io.ReaderAt; the Reader does not
+// call it.
 type mappedFile struct {
 	data  []byte
 	unmap func() error
@@ -119,20 +118,11 @@ type mappedFile struct {
 
 func (m *mappedFile) Bytes() []byte { return m.data }
 
-func (m *mappedFile) ReadAt(b []byte, off int64) (n int, err error) {
+func (m *mappedFile) ReadAt(b []byte, off int64) (int, error) {
 	if off < 0 || off >= int64(len(m.data)) {
 		return 0, io.EOF
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			if _, ok := p.(interface{ Addr() uintptr }); !ok {
-				panic(p) // not a memory fault (debug.SetPanicOnFault)
-			}
-			n, err = 0, fmt.Errorf("reading the mapped file at offset %d faulted (was it cut short?): %v", off, p)
-		}
-	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	n = copy(b, m.data[off:])
+	n := copy(b, m.data[off:])
 	if n < len(b) {
 		return n, io.EOF
 	}

@@ -37,8 +37,9 @@ type Reader struct {
 }
 
 // Mapped is a file whose bytes are all in memory, a memory-mapped file: a
-// Reader given one decodes data blocks straight from Bytes, with no read
-// call and no copy of the stored bytes. Bytes must stay valid until the
+// Reader given one reads every part of the file from Bytes, and decodes
+// data blocks straight from it, with no read call and no copy of the
+// stored bytes; its ReadAt is not called. Bytes must stay valid until the
 // Reader is closed; nothing a Reader returns aliases them. A fault while
 // touching them (the file was cut short underneath) is reported as an
 // error, not a crash.
@@ -293,7 +294,7 @@ func (r *Reader) readBlock(blk uint32, bb *blockBuf) (raw []byte, err error) {
 			return nil, r.corrupt(atBlock(int(blk), off), "block %d at offset %d runs past the %d bytes mapped", blk, off, len(r.mapped))
 		}
 		stored = r.mapped[off : off+n : off+n]
-		defer r.catchFault(&raw, &err, off)
+		defer r.catchFault(&err, off)
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	} else {
 		bb.stored = grow(bb.stored, int(n))
@@ -328,19 +329,28 @@ func (r *Reader) readBlock(blk uint32, bb *blockBuf) (raw []byte, err error) {
 }
 
 // catchFault turns a memory fault met while reading the mapping at off (a
-// file cut short while mapped) into an error; readBlock defers it.
-func (r *Reader) catchFault(raw *[]byte, err *error, off int64) {
+// file cut short while mapped) into an error; every read of the mapping
+// defers it, with debug.SetPanicOnFault on.
+func (r *Reader) catchFault(err *error, off int64) {
 	if p := recover(); p != nil {
 		if _, ok := p.(interface{ Addr() uintptr }); !ok {
 			panic(p) // not a memory fault (debug.SetPanicOnFault)
 		}
-		*raw = nil
 		*err = fmt.Errorf("segment %s: reading the mapped file at offset %d faulted (was it cut short?): %v: %w", r.path, off, p, ErrCorrupt)
 	}
 }
 
 // readAt fills b from offset off; a short read means the file shrank.
-func (r *Reader) readAt(b []byte, off int64) error {
+func (r *Reader) readAt(b []byte, off int64) (err error) {
+	if r.mapped != nil {
+		if off < 0 || off+int64(len(b)) > int64(len(r.mapped)) {
+			return r.corrupt(atUnknown(off), "read %d bytes at offset %d of a %d-byte mapping: file truncated", len(b), off, len(r.mapped))
+		}
+		defer r.catchFault(&err, off)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		copy(b, r.mapped[off:])
+		return nil
+	}
 	n, err := r.ra.ReadAt(b, off)
 	if n == len(b) {
 		return nil
