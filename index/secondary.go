@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/tidwall/btree"
 )
 
@@ -45,13 +46,17 @@ type secondary struct {
 	postings int64 // slot entries over all terms
 
 	scratch []uint32 // term ids being set; writers only
+	left    []uint32 // path ids a slot being set left a term of; writers only
 }
 
-// pathIndex is the secondary index of one path: its keys in string order.
+// pathIndex is the secondary index of one path: its keys in string order,
+// and the slots that hold at least one of them (so that the slots holding
+// none, which ORDER BY places itself, are one AndNot away).
 type pathIndex struct {
 	name     string
 	keys     *btree.BTreeG[*term]
-	postings int64 // slot entries over the path's terms
+	slots    roaring.Bitmap // slots with a term at this path
+	postings int64          // slot entries over the path's terms
 }
 
 func lessTerm(a, b *term) bool { return a.key < b.key }
@@ -133,10 +138,12 @@ func (s *secondary) set(n uint32, seq uint64, terms []Term) {
 	s.lists = s.lists.grow(n)
 	l := s.lists.at(n)
 	old := l.ids
+	left := s.left[:0]
 	i, j := 0, 0
 	for i < len(old) || j < len(ids) {
 		switch {
 		case j == len(ids) || (i < len(old) && old[i] < ids[j]):
+			left = append(left, s.terms.at(old[i]).path)
 			s.unpost(old[i], n)
 			i++
 		case i == len(old) || ids[j] < old[i]:
@@ -147,6 +154,8 @@ func (s *secondary) set(n uint32, seq uint64, terms []Term) {
 			j++
 		}
 	}
+	s.leavePaths(n, left, ids)
+	s.left = left
 	switch {
 	case len(ids) == 0:
 		l.ids = noTerms
@@ -165,10 +174,29 @@ func (s *secondary) drop(n uint32) {
 	if l == nil || l.ids == nil {
 		return
 	}
+	left := s.left[:0]
 	for _, id := range l.ids {
+		left = append(left, s.terms.at(id).path)
 		s.unpost(id, n)
 	}
+	s.leavePaths(n, left, nil)
+	s.left = left
 	*l = slotTerms{}
+}
+
+// leavePaths takes slot n out of the slot sets of the paths in left (where
+// it lost a term) at which none of its terms ids remain. A path freed
+// meanwhile, with its last term, took its slot set with it.
+func (s *secondary) leavePaths(n uint32, left, ids []uint32) {
+	for _, pid := range left {
+		p := s.pathTab[pid]
+		if p == nil || !p.slots.Contains(n) {
+			continue
+		}
+		if !slices.ContainsFunc(ids, func(id uint32) bool { return s.terms.at(id).path == pid }) {
+			p.slots.Remove(n)
+		}
+	}
 }
 
 // intern returns the id of the term (path, key), creating it (and the path)
@@ -214,7 +242,9 @@ func (s *secondary) newPath(path string) uint32 {
 func (s *secondary) post(id, n uint32) {
 	t := s.terms.at(id)
 	t.add(n)
-	s.pathTab[t.path].postings++
+	p := s.pathTab[t.path]
+	p.slots.Add(n)
+	p.postings++
 	s.postings++
 }
 

@@ -251,6 +251,11 @@ func checkTermModel(t *testing.T, where string, x *Index, m *termModel, rng *ran
 	}
 	slices.Sort(live)
 	check("LiveBitmap", x.LiveBitmap(), live)
+	for _, path := range append(modelPaths, "/none") {
+		with := m.answer(path, func(string) bool { return true })
+		without := slices.DeleteFunc(slices.Clone(live), func(id string) bool { _, ok := slices.BinarySearch(with, id); return ok })
+		check(fmt.Sprintf("SlotsWithoutTerm(live, %s)", path), x.SlotsWithoutTerm(x.LiveBitmap(), path), without)
+	}
 }
 
 // isBig reports whether term id is in use, has key and a bitmap.

@@ -55,7 +55,7 @@ func (x *Index) TermUsage() TermUsage {
 				Path:     p.name,
 				Keys:     p.keys.Len(),
 				Postings: p.postings,
-				Bytes:    pathBytes + roundUp8(int64(len(p.name))),
+				Bytes:    pathBytes + roundUp8(int64(len(p.name))) + int64(p.slots.GetSizeInBytes()),
 			}
 		}
 	}

@@ -111,7 +111,7 @@ func (pl planner) plan(e expr) (*Access, bool) {
 			kids = append(kids, a)
 			exact = exact && e
 		}
-		return combine(And, kids), exact
+		return combine(And, mergeRanges(kids)), exact
 	case *orExpr:
 		// Every operand must be indexable, or the OR needs a scan.
 		kids := make([]*Access, 0, len(x.xs))
@@ -159,6 +159,42 @@ func (pl planner) plan(e expr) (*Access, bool) {
 		return &Access{Kind: Eq, Path: path, Keys: []string{string(tagTrue)}}, true
 	}
 	return nil, false
+}
+
+// mergeRanges folds the Range kids of an And that share a path into one
+// range, their intersection: c.n >= 10 AND c.n < 20 reads the keys between
+// the two bounds, not every key above 10 and every key below 20. Ranges of
+// different kinds (a number and a string bound) stay apart: their
+// intersection is empty, and the And of the two says so plainly.
+func mergeRanges(kids []*Access) []*Access {
+	out := kids[:0]
+	type pathKind struct {
+		path string
+		tag  byte // the planner starts every range at its kind's tag
+	}
+	first := map[pathKind]int{} // index in out of the merged range
+	for _, a := range kids {
+		if a.Kind != Range {
+			out = append(out, a)
+			continue
+		}
+		at := pathKind{a.Path, a.Lo.Key[0]}
+		i, ok := first[at]
+		if !ok {
+			first[at] = len(out)
+			out = append(out, a)
+			continue
+		}
+		m := *out[i]
+		if lo := a.Lo; lo.Key > m.Lo.Key || (lo.Key == m.Lo.Key && !lo.Inclusive) {
+			m.Lo = lo
+		}
+		if hi := a.Hi; hi.Key < m.Hi.Key || (hi.Key == m.Hi.Key && !hi.Inclusive) {
+			m.Hi = hi
+		}
+		out[i] = &m
+	}
+	return out
 }
 
 // combine builds an And/Or node of kids, flattening children of the same
