@@ -409,6 +409,7 @@ func BenchmarkRead(b *testing.B) {
 		})
 	}
 	run("hit", ids, true)
+	run("hit-warm", ids, true)
 	run("miss", missing, false)
 
 	if err := db.Close(); err != nil {

@@ -11,16 +11,18 @@ import (
 	"github.com/ebbdb/ebb/segment"
 )
 
-// Group commit. Every mutation goes through one goroutine, the commit loop,
-// which owns the journal's writes. It takes whatever requests are waiting,
-// validates each against the index as of that moment, writes all that passed
-// as consecutive journal entries, and hands the group to the apply loop
-// (commit_apply.go), which fsyncs the journal once for every group waiting,
-// then applies them to the memtables and index and answers them. The two
-// loops overlap: the next group is validated, encoded and written while the
-// fsync of the previous one runs. Many concurrent writers thus share one
-// fsync, a write is acknowledged only after its fsync, and readers never see
-// a write that is not yet durable.
+// Group commit. Every mutation is a request in one queue (commit_queue.go).
+// The writer that finds nobody leading the queue leads it: it takes
+// whatever requests are waiting, validates each against the index as of
+// that moment, writes all that passed as consecutive journal entries, and
+// hands the group to the apply loop (commit_apply.go), which fsyncs the
+// journal once for every group waiting, then applies them to the memtables
+// and index and answers them. The two overlap: the next group is validated,
+// encoded and written while the fsync of the previous one runs. Many
+// concurrent writers thus share one fsync, a write is acknowledged only
+// after its fsync, and readers never see a write that is not yet durable.
+// A lone writer does all of it on its own goroutine but the fsync, and
+// with Options.NoSync all of it: no hand-off between goroutines.
 //
 // Two writes to the same item never share a group, and a write to an item
 // whose previous write is written but not yet applied waits for it: each
@@ -36,14 +38,16 @@ const (
 	maxGroupBytes    = 8 << 20
 )
 
-// commitReq is one request to the commit loop: item writes of one
+// commitReq is one request in the commit queue: item writes of one
 // container (committed all or none), or a control function run in the loop
 // between groups (container and policy changes, freezing memtables).
 type commitReq struct {
 	c       *Container
 	ops     []op
 	control func(now int64) error
-	done    chan struct{}
+	// wake gets one signal: reqFinished once the request is answered, or,
+	// while it waits in the queue, reqLead when its writer is to lead.
+	wake chan reqSignal
 
 	// Filled by the loop.
 	seq     uint64
@@ -58,9 +62,21 @@ type commitReq struct {
 	expired int64
 }
 
+// reqSignal is what a waiting writer is woken for.
+type reqSignal uint8
+
+const (
+	reqFinished reqSignal = iota + 1
+	reqLead
+)
+
+func newCommitReq(c *Container, ops []op, control func(now int64) error) *commitReq {
+	return &commitReq{c: c, ops: ops, control: control, wake: make(chan reqSignal, 1)}
+}
+
 func (r *commitReq) finish(err error) {
 	r.err = err
-	close(r.done)
+	r.wake <- reqFinished
 }
 
 // commit submits ops and waits for their outcome.
@@ -68,11 +84,10 @@ func (c *Container) commit(ctx context.Context, ops []op) ([]Item, error) {
 	if err := c.db.waitForRoom(ctx); err != nil {
 		return nil, err
 	}
-	req := &commitReq{c: c, ops: ops, done: make(chan struct{})}
+	req := newCommitReq(c, ops, nil)
 	if err := c.db.submit(ctx, req); err != nil {
 		return nil, err
 	}
-	<-req.done
 	if req.expired > 0 {
 		c.db.observeExpiry(req.expired)
 	}
@@ -84,7 +99,7 @@ func (c *Container) commit(ctx context.Context, ops []op) ([]Item, error) {
 
 // renderItems completes the items apply returned with their etags and
 // bodies. The writer does it once its request is answered, so that the
-// commit loop and the container lock are not held up by copying bodies.
+// commit leader and the container lock are not held up by copying bodies.
 //
 // The bodies of a batch share one allocation, each body a slice of it
 // capped at its own length, so that appending to one cannot reach the next.
@@ -107,65 +122,17 @@ func (r *commitReq) renderItems() {
 	}
 }
 
-// control runs fn in the commit loop, serialized with all writes.
+// control runs fn in the commit queue, serialized with all writes.
 func (db *DB) control(ctx context.Context, fn func(now int64) error) error {
-	req := &commitReq{control: fn, done: make(chan struct{})}
+	req := newCommitReq(nil, nil, fn)
 	if err := db.submit(ctx, req); err != nil {
 		return err
 	}
-	<-req.done
 	return req.err
 }
 
-// submit hands req to the commit loop. Once it is accepted the loop always
-// answers it, even when the DB is closing.
-func (db *DB) submit(ctx context.Context, req *commitReq) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// Close takes submitMu for writing before it stops the loop, so a
-	// request sent under the read lock is always seen by the loop.
-	db.submitMu.RLock()
-	defer db.submitMu.RUnlock()
-	if err := db.writable(); err != nil {
-		return err
-	}
-	select {
-	case db.commits <- req:
-		return nil
-	case <-db.quit:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// commitLoop is the only goroutine that writes the journal. When it ends
-// (after Close, once every request accepted is written) it closes
-// db.written, which ends the apply loop once that has applied them.
-func (db *DB) commitLoop() {
-	defer db.workers.Done()
-	defer close(db.written)
-	p := &pipeline{inflight: make(map[itemKey]uint64)}
-	var pending []*commitReq
-	for {
-		if len(pending) == 0 {
-			select {
-			case r := <-db.commits:
-				pending = append(pending, r)
-			case <-db.quit:
-				db.drainCommits(p)
-				return
-			}
-		}
-		db.waitTaken(p.handed)
-		pending = db.gather(pending)
-		pending = db.runGroup(p, pending)
-	}
-}
-
-// pipeline is the commit loop's record of the groups it has handed to the
-// apply loop.
+// pipeline is the commit leader's record of the groups it has handed to
+// the apply loop.
 type pipeline struct {
 	// handed is the last seq of the last group handed to the apply loop.
 	handed uint64
@@ -180,37 +147,9 @@ type itemKey struct {
 	id string
 }
 
-// maxInflight bounds the commit loop's inflight map before it drops the
+// maxInflight bounds the leader's inflight map before it drops the
 // entries of groups already applied.
 const maxInflight = 1 << 14
-
-// gather adds waiting requests to pending, within the group limits.
-func (db *DB) gather(pending []*commitReq) []*commitReq {
-	for len(pending) < maxGroupRequests {
-		select {
-		case r := <-db.commits:
-			pending = append(pending, r)
-		default:
-			return pending
-		}
-	}
-	return pending
-}
-
-// drainCommits answers the requests that were accepted before Close: they
-// still run, so an accepted write is never silently dropped.
-func (db *DB) drainCommits(p *pipeline) {
-	for {
-		select {
-		case r := <-db.commits:
-			for rest := []*commitReq{r}; len(rest) > 0; {
-				rest = db.runGroup(p, rest)
-			}
-		default:
-			return
-		}
-	}
-}
 
 // runGroup writes a prefix of reqs to the journal, hands it to the apply
 // loop, and returns the rest, still pending.

@@ -3,7 +3,7 @@ package engine
 import "fmt"
 
 // The second stage of the commit pipeline (see commit.go): the apply loop
-// takes the groups the commit loop wrote to the journal, makes them durable
+// takes the groups the commit leader wrote to the journal, makes them durable
 // with one fsync for every group waiting (none with Options.NoSync), then
 // applies them in order and answers their writers. It is the only
 // goroutine that changes which items exist.
@@ -15,13 +15,13 @@ type commitGroup struct {
 	last uint64
 }
 
-// writtenQueue is the capacity of db.written. The commit loop hands a group
+// writtenQueue is the capacity of db.written. The commit leader hands a group
 // only once the apply loop has taken the one before (waitTaken), so at most
 // one group waits there.
 const writtenQueue = 1
 
-// applyLoop runs until the commit loop closes db.written, applying every
-// group handed to it first.
+// applyLoop runs until Close closes db.written (once nobody leads the
+// commit queue), applying every group handed to it first.
 func (db *DB) applyLoop() {
 	defer db.workers.Done()
 	var batch []*commitGroup
@@ -110,7 +110,7 @@ func (db *DB) waitApplied(seq uint64) {
 }
 
 // waitTaken waits until the apply loop has taken every group up to seq off
-// db.written. The commit loop waits so before it builds a group: the fsync
+// db.written. The commit leader waits so before it builds a group: the fsync
 // of the groups taken then runs while it validates, encodes and writes the
 // next, and the requests that arrive meanwhile make that group larger, so
 // that each fsync (and each write to the journal) covers as many writes as

@@ -56,12 +56,20 @@ type DB struct {
 
 	segList segListing // what seg/ holds besides segment files, for the disk figures
 
-	commits chan *commitReq
+	// The commit queue (commit_queue.go): requests wait in queue for the
+	// writer that leads it (leading); commitIdle is signalled when the lead
+	// lapses; pipe is the leader's, handed on with the lead. All guarded by
+	// commitMu.
+	commitMu   sync.Mutex
+	commitIdle sync.Cond
+	queue      []*commitReq
+	leading    bool
+	pipe       pipeline
 	// removals holds segment files no MANIFEST names, for the removal
 	// loop to unlink (remove.go).
 	removals chan removal
 	// The commit pipeline (commit.go, commit_apply.go): groups the commit
-	// loop wrote wait in written for the apply loop; taken is the last seq
+	// leader wrote wait in written for the apply loop; taken is the last seq
 	// of the groups it took from there, applied the last seq it applied,
 	// both guarded by pipeMu and signalled by pipeCond.
 	written  chan *commitGroup
@@ -76,7 +84,7 @@ type DB struct {
 	submitMu sync.RWMutex          // see submit
 	failure  atomic.Pointer[error] // set when a journal write failed
 	memBytes atomic.Int64          // bytes in active memtables
-	memGen   uint32                // owned by the commit loop
+	memGen   uint32                // changed only by controls, which the commit leader runs
 	sealMu   sync.Mutex            // serializes seals and compactions
 	sealKick chan struct{}
 	// indexKick wakes the index loop (lazy indexing, index builds).
@@ -119,7 +127,6 @@ func Open(dir string, opts *Options) (*DB, error) {
 		cache:      segment.NewCache(o.BlockCacheSize),
 		containers: make(map[string]*Container),
 		byNum:      make(map[uint32]*Container),
-		commits:    make(chan *commitReq, 1024),
 		removals:   make(chan removal, removeQueue),
 		written:    make(chan *commitGroup, writtenQueue),
 		quit:       make(chan struct{}),
@@ -144,10 +151,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 		c.mu.Unlock()
 	}
 	db.pipeCond.L = &db.pipeMu
+	db.commitIdle.L = &db.commitMu
+	db.pipe.inflight = make(map[itemKey]uint64)
 	db.applied = db.jnl.NextSeq() - 1
 	db.taken = db.applied
-	db.workers.Add(6)
-	go db.commitLoop()
+	db.workers.Add(5)
 	go db.applyLoop()
 	go db.removeLoop()
 	go db.sealLoop()
@@ -174,6 +182,10 @@ func (db *DB) Close() error {
 	db.submitMu.Lock()
 	db.closed.Store(true)
 	db.submitMu.Unlock()
+	// Every request accepted before runs; then the apply loop, once it has
+	// applied them, ends.
+	db.waitQueueIdle()
+	close(db.written)
 	close(db.quit)
 	db.workers.Wait()
 	db.removeWaiting()

@@ -359,7 +359,7 @@ func (db *DB) saveContainer(c *Container) error {
 }
 
 // compactManifest rewrites the MANIFEST as one snapshot when its edit log
-// has outgrown it. It runs outside the commit loop, after the change that
+// has outgrown it. It runs outside the commit queue, after the change that
 // filled the log was acknowledged, and writes the snapshot without holding
 // a lock, so neither writers nor other metadata changes wait for it: they
 // wait at most for the final step, which adds the edits appended meanwhile

@@ -16,7 +16,7 @@ import (
 )
 
 // Sealing turns the journal's records into segment files. When the
-// memtables outgrow Options.SealThreshold, the commit loop freezes every
+// memtables outgrow Options.SealThreshold, the commit leader freezes every
 // container's memtable at one journal position; each frozen memtable is
 // written, newest version per id, to a segment file of its container; the
 // index is pointed at the new files; the manifest records them and moves the
@@ -181,7 +181,7 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 // seal, so that the seal's TruncateFront removes every file of sealed
 // entries: the journal then keeps no sealed record on disk past a seal,
 // instead of up to a whole file of them (JournalSegmentSize) that could
-// hold items long expired. It runs in the commit loop, between appends. A
+// hold items long expired. It runs in the commit queue, between groups. A
 // file that cannot be created only delays the space (the next seal tries
 // again); a journal failure makes the DB read-only, as a failed append
 // does.

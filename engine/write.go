@@ -21,7 +21,7 @@ func (k opKind) String() string {
 	return [...]string{"", "create", "upsert", "replace", "delete"}[k]
 }
 
-// op is one validated write, waiting for the commit loop.
+// op is one validated write, waiting for the commit queue.
 type op struct {
 	kind    opKind
 	id      string
