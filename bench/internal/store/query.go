@@ -61,6 +61,16 @@ type Explainer interface {
 	Explain(q Query) (string, error)
 }
 
+// Housekeeper is implemented by query stores that delete expired items in
+// the background. Backlog is a figure that stops changing once that work
+// is done for every item expired so far (BuntDB: the items it holds, swept
+// every second under its write lock; ebb: the expired records compaction
+// has not reclaimed), so that a measurement can wait for it rather than
+// measure it.
+type Housekeeper interface {
+	Backlog(ctx context.Context) (int64, error)
+}
+
 // QuerySpec describes one kind of query store.
 type QuerySpec struct {
 	Name string

@@ -112,3 +112,16 @@ func (s *buntQueryStore) Describe(q Query) string {
 	}
 	return ""
 }
+
+// Backlog is the number of items BuntDB holds, expired or not: it drops
+// when the sweep has deleted the expired ones (a read waits for a sweep in
+// progress).
+func (s *buntQueryStore) Backlog(ctx context.Context) (int64, error) {
+	var n int
+	err := s.db.View(func(tx *buntdb.Tx) error {
+		var err error
+		n, err = tx.Len()
+		return err
+	})
+	return int64(n), err
+}

@@ -103,3 +103,8 @@ func (s *ebbQueryStore) Explain(q Query) (string, error) {
 	text, params := s.sql(q)
 	return s.c.Explain(text, params...)
 }
+
+// Backlog is the number of expired records compaction has not reclaimed.
+func (s *ebbQueryStore) Backlog(ctx context.Context) (int64, error) {
+	return s.c.Metrics().ExpiredPending, nil
+}

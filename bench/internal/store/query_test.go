@@ -93,6 +93,11 @@ func TestQueryStores(t *testing.T) {
 			if s.Describe(Query{Kind: QueryTop, Prop: "n", K: 3}) == "" {
 				t.Error("no description")
 			}
+			if h, ok := s.(Housekeeper); !ok {
+				t.Error("no backlog")
+			} else if _, err := h.Backlog(ctx); err != nil {
+				t.Errorf("backlog: %v", err)
+			}
 			if e, ok := s.(Explainer); ok {
 				if plan, err := e.Explain(Query{Kind: QueryEqual, Prop: "user", Value: "u1"}); err != nil || plan == "" {
 					t.Errorf("explain: %q, %v", plan, err)
