@@ -102,7 +102,8 @@ type ScaleConfig struct {
 
 // QueryConfig: N documents of DocSize bytes with indexes on user, n and
 // cat, written in batches of Batch, about half of them with a ttl that
-// makes them expire Margin after the fill; once they have (and Settle more),
+// makes them expire Margin after the (estimated) end of the fill; once they
+// have (and Settle more, and the store's deletion of them is done),
 // each query runs at least MinRuns times and for at least MinTime (at most
 // MaxRuns). Then StormN more documents expire in the same second while the
 // queries run from about StormBefore before it to StormAfter after it. Only
@@ -120,12 +121,15 @@ type QueryConfig struct {
 	TopK int `json:"top_k"`
 	// LongTTL is the ttl of half the documents that do not expire during
 	// the run; the other half has none.
-	LongTTL     int32         `json:"long_ttl_s"`
-	MinRuns     int           `json:"min_runs"`
-	MaxRuns     int           `json:"max_runs"`
-	MinTime     time.Duration `json:"min_time_ns"`
-	Margin      time.Duration `json:"margin_ns"`
-	Settle      time.Duration `json:"settle_ns"`
+	LongTTL int32         `json:"long_ttl_s"`
+	MinRuns int           `json:"min_runs"`
+	MaxRuns int           `json:"max_runs"`
+	MinTime time.Duration `json:"min_time_ns"`
+	Margin  time.Duration `json:"margin_ns"`
+	Settle  time.Duration `json:"settle_ns"`
+	// MaxSettle bounds the wait, after Settle, for the store's deletion of
+	// the expired documents to finish (store.Housekeeper).
+	MaxSettle   time.Duration `json:"max_settle_ns"`
 	StormN      int           `json:"storm_n"`
 	StormBefore time.Duration `json:"storm_before_ns"`
 	StormAfter  time.Duration `json:"storm_after_ns"`
@@ -137,7 +141,7 @@ func (c QueryConfig) width() int { return max(1, min(c.Width, c.N/20)) }
 // queryConfig is the query workload of n documents, StormN n/10.
 func queryConfig(n int, minTime time.Duration) QueryConfig {
 	return QueryConfig{N: n, DocSize: 750, Batch: 100, PerUser: 200, Width: 1000, TopK: 10, LongTTL: 3600,
-		MinRuns: 30, MaxRuns: 1000, MinTime: minTime, Margin: 2 * time.Second, Settle: 2 * time.Second,
+		MinRuns: 30, MaxRuns: 1000, MinTime: minTime, Margin: 2 * time.Second, Settle: 2 * time.Second, MaxSettle: time.Minute,
 		StormN: max(n/10, 100), StormBefore: 2 * time.Second, StormAfter: 3 * time.Second}
 }
 

@@ -78,8 +78,13 @@ func checkQueryRun(t *testing.T, cfg *Config, run QueryRun) {
 		}
 	}
 	s := run.Storm
+	var before, after int64
+	for _, k := range s.Kinds {
+		before += k.Before.Count
+		after += k.After.Count
+	}
 	if s.N != c.StormN || s.Queries == 0 || s.RowsChecked == 0 || s.ExpiredReturned != 0 || s.Wrong != 0 ||
-		s.Before.Count == 0 || s.After.Count == 0 {
+		len(s.Kinds) != 5 || before == 0 || after == 0 || s.kind("tenth").Query != "tenth" {
 		t.Errorf("storm %+v", s)
 	}
 }

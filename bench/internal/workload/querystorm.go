@@ -27,10 +27,26 @@ type QueryStorm struct {
 	ExpiredReturned int64  `json:"expired_returned"`
 	FirstExpired    string `json:"first_expired,omitempty"`
 	Wrong           int    `json:"wrong"`
-	// Before and After digest the query latencies before the expiry second
+	// Kinds digest the latencies of each query before the expiry second
 	// and from it on.
+	Kinds []QueryStormKind `json:"kinds"`
+}
+
+// QueryStormKind digests one query's latencies around the storm.
+type QueryStormKind struct {
+	Query  string          `json:"query"`
 	Before measure.Summary `json:"before"`
 	After  measure.Summary `json:"after"`
+}
+
+// kind returns the digest of the query named name, or a zero one.
+func (st *QueryStorm) kind(name string) QueryStormKind {
+	for _, k := range st.Kinds {
+		if k.Query == name {
+			return k
+		}
+	}
+	return QueryStormKind{Query: name}
 }
 
 // storm writes the storm's documents so that they all expire at one
@@ -65,11 +81,14 @@ func (c QueryConfig) storm(ctx context.Context, cfg *Config, s store.QueryStore,
 	end := expiry.Add(c.StormAfter)
 	stop := cfg.timeBar(time.Until(end), "query storm (queries)")
 	defer stop()
-	before, after := measure.NewHistogram(), measure.NewHistogram()
 	kinds := c.kinds(set, true)
+	before, after := make([]*measure.Histogram, len(kinds)), make([]*measure.Histogram, len(kinds))
+	for k := range kinds {
+		before[k], after[k] = measure.NewHistogram(), measure.NewHistogram()
+	}
 	r := rand.New(rand.NewPCG(7, 42))
-	for k := 0; time.Now().Before(end); k++ {
-		q := kinds[k%len(kinds)].next(r)
+	for k := 0; time.Now().Before(end); k = (k + 1) % len(kinds) {
+		q := kinds[k].next(r)
 		t0 := time.Now()
 		docs, count, err := runQuery(ctx, s, q)
 		d := time.Since(t0)
@@ -77,9 +96,9 @@ func (c QueryConfig) storm(ctx context.Context, cfg *Config, s store.QueryStore,
 			return st, fmt.Errorf("%s: %w", s.Describe(q), err)
 		}
 		if t0.Before(expiry) {
-			before.Record(d)
+			before[k].Record(d)
 		} else {
-			after.Record(d)
+			after[k].Record(d)
 		}
 		v := set.check(q, docs, count, t0.Unix(), nil)
 		st.Queries++
@@ -92,6 +111,8 @@ func (c QueryConfig) storm(ctx context.Context, cfg *Config, s store.QueryStore,
 			st.Wrong++
 		}
 	}
-	st.Before, st.After = before.Summary(), after.Summary()
+	for k, kind := range kinds {
+		st.Kinds = append(st.Kinds, QueryStormKind{Query: kind.name, Before: before[k].Summary(), After: after[k].Summary()})
+	}
 	return st, nil
 }

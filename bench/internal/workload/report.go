@@ -128,7 +128,7 @@ func describe(cfg *Config, r Result) string {
 			skipped = fmt.Sprintf(" %s have no secondary indexes and do not run it.", joinStores(r.Skipped))
 		}
 		return fmt.Sprintf("The stores with secondary indexes (ebb: an indexing policy of /user/?, /n/? and /cat/? only, Container.Query in SQL; BuntDB: an IndexJSON index per property and its iterators) each take %d documents of %d bytes in batches of %d, "+
-			"about half with a ttl that makes them expire %v after the fill; the rest have a ttl of %d s or none. Once those have expired (and %v more), each query runs at least %d times and for %v, with parameters varied per run, the same for both stores; "+
+			"about half with a ttl that makes them expire shortly after the fill (its end estimated from the rate so far, padded by half, plus %v); the rest have a ttl of %d s or none. Once those have expired (and %v more, and the store's deletion of them, BuntDB's sweep or ebb's compaction, has settled), each query runs at least %d times and for %v, with parameters varied per run, the same for both stores; "+
 			"the harness decodes every returned document with encoding/json (both stores pay it, and it is in the latency), checks every document against its expiry (\"expired returned\" must be 0) and every result against the exact expected one (\"wrong\"). "+
 			"BuntDB's iterators skip expired items themselves (and its sweep deletes them within a second), so its adapter filters nothing. "+
 			"Then %d more documents expire in the same second while the queries run one after another around it, every result checked.%s",

@@ -31,7 +31,7 @@ func tiny(t *testing.T, stores ...string) *Config {
 			Baseline: 500 * time.Millisecond, After: time.Second, Window: 100 * time.Millisecond, Batch: 50},
 		Scale: ScaleConfig{Sizes: []int{200, 500}, Batch: 100, Writers: 2, TTL: 3600, Budget: time.Minute, MaxHeap: 1 << 30},
 		Query: QueryConfig{N: 2000, DocSize: 750, Batch: 100, PerUser: 200, Width: 1000, TopK: 10, LongTTL: 3600,
-			MinRuns: 30, MaxRuns: 60, Margin: 300 * time.Millisecond, Settle: 100 * time.Millisecond,
+			MinRuns: 30, MaxRuns: 60, Margin: 300 * time.Millisecond, Settle: 100 * time.Millisecond, MaxSettle: 3 * time.Second,
 			StormN: 200, StormBefore: 300 * time.Millisecond, StormAfter: 700 * time.Millisecond},
 	}
 }
