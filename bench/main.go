@@ -1,6 +1,7 @@
 // Command bench is ebb's benchmark harness: it runs the same workloads
 // against ebb and its peers (Badger, BuntDB, bbolt, Pebble) in one run and
-// reports each store's figures with their ratio to ebb.
+// reports each store's figures with their ratio to ebb; its query workload
+// compares ebb's queries with BuntDB's indexes.
 //
 //	cd bench && go run .                 # the quick suite, every workload (a few minutes)
 //	cd bench && go run . --full          # the sizes of the issue (hours)
@@ -51,6 +52,7 @@ type flags struct {
 	stormRead     float64
 	stormCompact  time.Duration
 	scaleSizes    []int
+	queryN        int
 	cpuProfile    string
 }
 
@@ -71,7 +73,7 @@ func newRoot() *cobra.Command {
 for each workload, a markdown table with every store's figures and their ratio
 to ebb. Results go to --out as JSON (and PNG charts for churn and storm).
 
-With no workload it runs them all (fill, read, churn, storm, scale) and writes
+With no workload it runs them all (fill, read, churn, storm, scale, query) and writes
 the report to --report (RESULTS.md). The default sizes are the quick suite
 (a few minutes on 2 cores); --full runs the sizes of the issue (hours).`,
 		SilenceUsage: true,
@@ -89,7 +91,7 @@ the report to --report (RESULTS.md). The default sizes are the quick suite
 	pf.StringVar(&f.out, "out", "results", "directory for the JSON results and PNG charts (\"\" for none)")
 	pf.StringVar(&f.report, "report", "", "write the markdown report here (default RESULTS.md when running every workload)")
 	pf.StringVar(&f.progress, "progress", "auto", "progress bars on stderr: auto (when a terminal), on, off")
-	pf.IntVar(&f.docSize, "size", 1024, "document size in bytes")
+	pf.IntVar(&f.docSize, "size", 1024, "document size in bytes (the query workload: 750 unless given)")
 	pf.DurationVar(&f.sweepInterval, "sweep-interval", time.Second, "how often bbolt and Pebble sweep expired keys")
 	pf.DurationVar(&f.compactInterval, "compact-interval", 10*time.Second, "least time between compactions after sweeps (bbolt, Pebble) and Badger value-log GC runs")
 	pf.IntVar(&f.fillN, "fill-n", 0, "fill: items per mode (default by suite)")
@@ -103,9 +105,10 @@ the report to --report (RESULTS.md). The default sizes are the quick suite
 	pf.DurationVar(&f.stormCompact, "storm-compact", 0, "storm: call the store's explicit compaction (ebb: Container.Compact) this often during the load (default: never)")
 	pf.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	pf.IntSliceVar(&f.scaleSizes, "scale-sizes", nil, "scale: item counts (default by suite)")
+	pf.IntVar(&f.queryN, "query-n", 0, "query: documents filled, half of them expired before the queries (default by suite); the storm phase takes a tenth as many")
 
 	for _, w := range workload.All {
-		root.AddCommand(&cobra.Command{
+		sub := &cobra.Command{
 			Use:          w,
 			Short:        "run the " + w + " workload only",
 			Args:         cobra.NoArgs,
@@ -113,7 +116,12 @@ the report to --report (RESULTS.md). The default sizes are the quick suite
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				return run(cmd, f, []string{w}, false)
 			},
-		})
+		}
+		if w == "query" {
+			// bench query --items 1000000: the size, as --query-n says it.
+			sub.Flags().IntVar(&f.queryN, "items", 0, "documents filled (the same as --query-n)")
+		}
+		root.AddCommand(sub)
 	}
 	root.Long += "\n\nWorkloads:\n" + strings.Join([]string{
 		"  fill   N items of 1 KiB, TTL 1 h, batches and single writes, 1 and 64 writers: writes/s, disk and heap per item, open time",
@@ -121,6 +129,7 @@ the report to --report (RESULTS.md). The default sizes are the quick suite
 		"  churn  writes with TTL T and never-repeating keys: disk vs live bytes over time, space amplification, reclaim lag",
 		"  storm  N items expire in the same second under a steady load: foreground p99/max before vs after, time until disk is under half its peak",
 		"  scale  open time and heap per item as the store grows",
+		"  query  ebb's queries (equality, range, ORDER BY TOP, COUNT, 10% of the items) against BuntDB's JSON indexes, half the items expired: p50/p99, no expired item returned, also while many expire at once",
 	}, "\n")
 	return root
 }
@@ -164,7 +173,8 @@ func run(cmd *cobra.Command, f *flags, workloads []string, all bool) error {
 	set(fl.Changed("storm-read-share"), func() { cfg.Storm.ReadShare = f.stormRead })
 	set(fl.Changed("storm-compact"), func() { cfg.Storm.CompactEvery = f.stormCompact })
 	set(fl.Changed("scale-sizes"), func() { cfg.Scale.Sizes = f.scaleSizes })
-	set(fl.Changed("size"), func() {})
+	set(fl.Changed("query-n") || fl.Changed("items"), func() { cfg.Query.N, cfg.Query.StormN = f.queryN, max(f.queryN/10, 100) })
+	set(fl.Changed("size"), func() { cfg.Query.DocSize = f.docSize })
 	if custom {
 		cfg.Suite += " (with overrides)"
 	}

@@ -102,3 +102,38 @@ func TestShared(t *testing.T) {
 		t.Fatal("Shared does not cache by size")
 	}
 }
+
+func TestQueryDocExactSizeAndFields(t *testing.T) {
+	for _, size := range []int{QueryMinSize, 750, 2048} {
+		g := NewQueryDocs(size)
+		for _, f := range []QueryFields{
+			{ID: Key("q-", 0), User: "user-00000", N: 0, Cat: "cat-1"},
+			{ID: Key("q-", 123456789), TTL: 2147483647, User: "user-99999", N: 1 << 40, Cat: "gone-4", Body: 4095},
+			{ID: "x", TTL: -1, User: "u", N: -5, Cat: "c", Body: 7},
+		} {
+			d := g.Doc(f)
+			if len(d) != size {
+				t.Fatalf("size %d: doc is %d bytes: %s", size, len(d), d)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(d, &m); err != nil {
+				t.Fatalf("size %d: %v\n%s", size, err, d)
+			}
+			if m["id"] != f.ID || m["user"] != f.User || m["n"] != float64(f.N) || m["cat"] != f.Cat {
+				t.Errorf("fields %v, want %+v", m, f)
+			}
+			if ttl, has := m["ttl"]; (f.TTL == 0) == has || (has && ttl != float64(f.TTL)) {
+				t.Errorf("ttl %v (present %v), want %d", ttl, has, f.TTL)
+			}
+			if _, ok := m["customer"].(map[string]any); !ok {
+				t.Errorf("no nested customer object")
+			}
+		}
+	}
+	g := NewQueryDocs(750)
+	a, b := g.Doc(QueryFields{ID: "a", Body: 1}), g.Doc(QueryFields{ID: "a", Body: 1})
+	a[3] = 'X'
+	if bytes.Equal(a, b) || bytes.Equal(g.Doc(QueryFields{ID: "a", Body: 1}), g.Doc(QueryFields{ID: "a", Body: 2})) {
+		t.Fatal("documents share memory, or different bodies are equal")
+	}
+}

@@ -54,13 +54,19 @@ func openBunt(dir string, o Options) (Store, error) {
 	return &buntStore{db: db}, nil
 }
 
+// Put writes items with one commit. An item expires at second s+ttl, s the
+// second Put was called in; BuntDB counts SetOptions.TTL from its own clock
+// reading inside each Set, so the TTL is measured from a clock reading
+// taken just before that Set: measured from Put's start, it would leave the
+// item alive for as long past its second as the wait for the lock and the
+// Sets before it took (milliseconds, during which queries returned it).
 func (s *buntStore) Put(ctx context.Context, items []Item) error {
 	now := time.Now()
 	return s.db.Update(func(tx *buntdb.Tx) error {
 		for _, it := range items {
 			var opts *buntdb.SetOptions
 			if exp := expiry(now, it.TTL); exp > 0 {
-				opts = &buntdb.SetOptions{Expires: true, TTL: time.Unix(exp, 0).Sub(now)}
+				opts = &buntdb.SetOptions{Expires: true, TTL: time.Until(time.Unix(exp, 0))}
 			}
 			if _, _, err := tx.Set(it.Key, string(it.Value), opts); err != nil {
 				return err

@@ -1,5 +1,5 @@
 // Package workload runs the benchmark's workloads (fill, read, churn, storm,
-// scale) against every store, and renders their results: a markdown table
+// scale, query) against every store, and renders their results: a markdown table
 // per workload with each store's ratio to ebb, JSON, PNG charts, and the
 // RESULTS.md report.
 package workload
@@ -36,6 +36,7 @@ type Config struct {
 	Churn ChurnConfig
 	Storm StormConfig
 	Scale ScaleConfig
+	Query QueryConfig
 }
 
 // FillConfig: N items written by batches and by single writes, by 1 and by
@@ -99,6 +100,51 @@ type ScaleConfig struct {
 	MaxHeap int64         `json:"max_heap"`
 }
 
+// QueryConfig: N documents of DocSize bytes with indexes on user, n and
+// cat, written in batches of Batch, about half of them with a ttl that
+// makes them expire Margin after the (estimated) end of the fill; once they
+// have (and Settle more, and the store's deletion of them is done),
+// each query runs at least MinRuns times and for at least MinTime (at most
+// MaxRuns). Then StormN more documents expire in the same second while the
+// queries run from about StormBefore before it to StormAfter after it. Only
+// the stores with secondary indexes (ebb, BuntDB) run it.
+type QueryConfig struct {
+	N       int `json:"n"`
+	DocSize int `json:"doc_size"`
+	Batch   int `json:"batch"`
+	// PerUser is how many documents share a user (live or not).
+	PerUser int `json:"per_user"`
+	// Width is the width in n of the range query: that many documents,
+	// about half live (at most N/20).
+	Width int `json:"range_width"`
+	// TopK is the k of the ORDER BY query.
+	TopK int `json:"top_k"`
+	// LongTTL is the ttl of half the documents that do not expire during
+	// the run; the other half has none.
+	LongTTL int32         `json:"long_ttl_s"`
+	MinRuns int           `json:"min_runs"`
+	MaxRuns int           `json:"max_runs"`
+	MinTime time.Duration `json:"min_time_ns"`
+	Margin  time.Duration `json:"margin_ns"`
+	Settle  time.Duration `json:"settle_ns"`
+	// MaxSettle bounds the wait, after Settle, for the store's deletion of
+	// the expired documents to finish (store.Housekeeper).
+	MaxSettle   time.Duration `json:"max_settle_ns"`
+	StormN      int           `json:"storm_n"`
+	StormBefore time.Duration `json:"storm_before_ns"`
+	StormAfter  time.Duration `json:"storm_after_ns"`
+}
+
+// width is the range query's width in n.
+func (c QueryConfig) width() int { return max(1, min(c.Width, c.N/20)) }
+
+// queryConfig is the query workload of n documents, StormN n/10.
+func queryConfig(n int, minTime time.Duration) QueryConfig {
+	return QueryConfig{N: n, DocSize: 750, Batch: 100, PerUser: 200, Width: 1000, TopK: 10, LongTTL: 3600,
+		MinRuns: 30, MaxRuns: 1000, MinTime: minTime, Margin: 2 * time.Second, Settle: 2 * time.Second, MaxSettle: time.Minute,
+		StormN: max(n/10, 100), StormBefore: 2 * time.Second, StormAfter: 3 * time.Second}
+}
+
 // Quick is the default suite: every workload and store in a few minutes on
 // 2 cores.
 func Quick() Config {
@@ -114,13 +160,15 @@ func Quick() Config {
 			Baseline: 3 * time.Second, After: 5 * time.Second, Window: 250 * time.Millisecond, Batch: 100},
 		Scale: ScaleConfig{Sizes: []int{10000, 100000}, Batch: 1000, Writers: 2, TTL: 3600,
 			Budget: 20 * time.Second, MaxHeap: 8 << 30},
+		Query: queryConfig(20000, 500*time.Millisecond),
 	}
 }
 
 // Medium is the suite at which the performance targets are judged: 200,000
 // items of 1 KiB (beyond the caches of a quick run), 60 s of churn with a
-// 10 s TTL, and 200,000 items expiring in the same second under 2,000
-// foreground operations a second, half reads and half single upserts.
+// 10 s TTL, 200,000 items expiring in the same second under 2,000
+// foreground operations a second, half reads and half single upserts, and
+// the queries over 200,000 documents (20,000 more in their storm).
 func Medium() Config {
 	return Config{
 		Stores:  store.Names(),
@@ -134,6 +182,7 @@ func Medium() Config {
 			Baseline: 5 * time.Second, After: 10 * time.Second, Window: 250 * time.Millisecond, Batch: 100},
 		Scale: ScaleConfig{Sizes: []int{100000, 1000000}, Batch: 1000, Writers: 2, TTL: 3600,
 			Budget: 5 * time.Minute, MaxHeap: 8 << 30},
+		Query: queryConfig(200000, time.Second),
 	}
 }
 
@@ -152,5 +201,6 @@ func Full() Config {
 			Baseline: 10 * time.Second, After: 60 * time.Second, Window: 250 * time.Millisecond, Batch: 100},
 		Scale: ScaleConfig{Sizes: []int{100000, 1000000, 10000000}, Batch: 1000, Writers: 2, TTL: 3600,
 			Budget: 15 * time.Minute, MaxHeap: 12 << 30},
+		Query: queryConfig(1000000, 2*time.Second),
 	}
 }

@@ -121,6 +121,18 @@ func describe(cfg *Config, r Result) string {
 		return fmt.Sprintf("Each store is filled (batches of %d, %d writers, TTL %d s) to %s items in turn; after each size it is closed and reopened: open ms is Open plus one read, heap B/item the Go heap the open store holds (its index and caches) per item. "+
 			"A peer stops where the next size's projected fill time exceeds %v (or its projected heap %s); ebb always runs.",
 			c.Batch, c.Writers, c.TTL, joinInts(c.Sizes), c.Budget, bytesStr(float64(c.MaxHeap)))
+	case *QueryResult:
+		c := r.Config
+		skipped := ""
+		if len(r.Skipped) > 0 {
+			skipped = fmt.Sprintf(" %s have no secondary indexes and do not run it.", joinStores(r.Skipped))
+		}
+		return fmt.Sprintf("The stores with secondary indexes (ebb: an indexing policy of /user/?, /n/? and /cat/? only, Container.Query in SQL; BuntDB: an IndexJSON index per property and its iterators) each take %d documents of %d bytes in batches of %d, "+
+			"about half with a ttl that makes them expire shortly after the fill (its end estimated from the rate so far, padded by half, plus %v); the rest have a ttl of %d s or none. Once those have expired (and %v more, and the store's deletion of them, BuntDB's sweep or ebb's compaction, has settled), each query runs at least %d times and for %v, with parameters varied per run, the same for both stores; "+
+			"the harness decodes every returned document with encoding/json (both stores pay it, and it is in the latency), checks every document against its expiry (\"expired returned\" must be 0) and every result against the exact expected one (\"wrong\"). "+
+			"BuntDB's iterators skip expired items themselves (and its sweep deletes them within a second), so its adapter filters nothing. "+
+			"Then %d more documents expire in the same second while the queries run one after another around it, every result checked.%s",
+			c.N, c.DocSize, c.Batch, c.Margin, c.LongTTL, c.Settle, c.MinRuns, c.MinTime, c.StormN, skipped)
 	}
 	return ""
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // All is every workload, in the order the suite runs them.
-var All = []string{"fill", "read", "churn", "storm", "scale"}
+var All = []string{"fill", "read", "churn", "storm", "scale", "query"}
 
 // Run is one invocation of the benchmark.
 type Run struct {
@@ -75,6 +75,8 @@ func Execute(ctx context.Context, cfg *Config, command string, workloads []strin
 			}
 		case "scale":
 			r, err = RunScale(ctx, cfg)
+		case "query":
+			r, err = RunQuery(ctx, cfg)
 		default:
 			err = fmt.Errorf("unknown workload %q (have %v)", w, All)
 		}

@@ -30,6 +30,9 @@ func tiny(t *testing.T, stores ...string) *Config {
 		Storm: StormConfig{N: 500, Foreground: 100, Rate: 200, Workers: 4, ReadShare: 0.9,
 			Baseline: 500 * time.Millisecond, After: time.Second, Window: 100 * time.Millisecond, Batch: 50},
 		Scale: ScaleConfig{Sizes: []int{200, 500}, Batch: 100, Writers: 2, TTL: 3600, Budget: time.Minute, MaxHeap: 1 << 30},
+		Query: QueryConfig{N: 2000, DocSize: 750, Batch: 100, PerUser: 200, Width: 1000, TopK: 10, LongTTL: 3600,
+			MinRuns: 30, MaxRuns: 60, Margin: 300 * time.Millisecond, Settle: 100 * time.Millisecond, MaxSettle: 3 * time.Second,
+			StormN: 200, StormBefore: 300 * time.Millisecond, StormAfter: 700 * time.Millisecond},
 	}
 }
 
@@ -51,6 +54,9 @@ func TestWorkloadsPerStore(t *testing.T) {
 			}
 			for _, r := range run.Results {
 				checkResult(t, cfg, name, r)
+				if r.Name() == "query" && !store.CanQuery(name) {
+					continue
+				}
 				if !strings.Contains(r.Markdown(), "| "+name+" |") {
 					t.Errorf("%s table has no row for %s:\n%s", r.Name(), name, r.Markdown())
 				}
@@ -146,6 +152,17 @@ func checkResult(t *testing.T, cfg *Config, name string, r Result) {
 				t.Errorf("scale row %+v", row)
 			}
 		}
+	case *QueryResult:
+		if !store.CanQuery(name) {
+			if len(r.Stores) != 0 || len(r.Skipped) != 1 {
+				t.Fatalf("query on %s: %+v", name, r)
+			}
+			return
+		}
+		if len(r.Stores) != 1 {
+			t.Fatalf("query: %d stores", len(r.Stores))
+		}
+		checkQueryRun(t, cfg, r.Stores[0])
 	default:
 		t.Fatalf("unexpected result %T", r)
 	}
