@@ -191,10 +191,11 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, now int64, mayS
 	if err := ctx.Err(); err != nil {
 		return candidates{}, err
 	}
+	// bm is the slots the WHERE's index access names, or, left nil until
+	// needed, every live slot (an ordered walk checks slots one by one
+	// instead: the live set is a copy of every slot).
 	var bm *roaring.Bitmap
-	if plan.Access == nil {
-		bm = c.idx.LiveBitmap()
-	} else {
+	if plan.Access != nil {
 		var err error
 		if bm, err = c.evalAccess(ctx, plan.Access); err != nil {
 			return candidates{}, err
@@ -205,6 +206,12 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, now int64, mayS
 	// item's terms from an older version.
 	consistent := c.ix.cfg.Load().mode == IndexingConsistent
 	out := candidates{plan: plan, exact: consistent && plan.Access != nil && plan.Exact}
+	if o := plan.Order; o != nil && o.Indexed && c.ix.cfg.Load().mode == IndexingConsistent && !q.IsCount() {
+		return c.walkLocked(ctx, q, out, bm, now, mayStop)
+	}
+	if bm == nil {
+		bm = c.idx.LiveBitmap()
+	}
 	if q.IsCount() && out.exact && !q.CountNeedsDocs() {
 		// The index decided the WHERE: count live slots, read nothing.
 		out.counted = true
@@ -216,38 +223,52 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, now int64, mayS
 		}
 		return out, ctx.Err()
 	}
-	if o := plan.Order; o != nil && o.Indexed && c.ix.cfg.Load().mode == IndexingConsistent && !q.IsCount() {
-		out.walked = true
-		// When every candidate is known to match (no WHERE, or an exact
-		// one), the walk stops once the window is covered; items that
-		// vanish before they are read are made up for by reading on.
-		need := int64(-1)
-		if skip, limit := q.Window(); mayStop && limit >= 0 && (plan.Access == nil || plan.Exact) {
-			need = satAdd(satAdd(skip, limit), walkSlack)
-		}
-		var err error
-		c.idx.TermWalk(o.Path, o.Desc, func(key string, slots *roaring.Bitmap) bool {
-			n := len(out.slots)
-			if out.slots, err = c.liveSlotsLocked(ctx, roaring.And(slots, bm), now, out.slots); err != nil {
-				return false
-			}
-			for range len(out.slots) - n {
-				out.keys = append(out.keys, key)
-			}
-			return need < 0 || int64(len(out.slots)) < need
-		})
-		if err != nil {
-			return candidates{}, err
-		}
-		if out.rest, err = c.liveSlotsLocked(ctx, c.idx.SlotsWithoutTerm(bm, o.Path), now, nil); err != nil {
-			return candidates{}, err
-		}
-		out.partial = need >= 0
-		return out, nil
-	}
 	var err error
 	out.slots, err = c.liveSlotsLocked(ctx, bm, now, make([]index.Slot, 0, bm.GetCardinality()))
 	return out, err
+}
+
+// walkLocked collects the candidates of an ORDER BY that an index orders:
+// the slots of bm (nil: every live slot) in the order of their keys at the
+// ORDER BY path, and, apart (out.rest), those with no scalar there. c.mu is
+// held.
+func (c *Container) walkLocked(ctx context.Context, q *query.Bound, out candidates, bm *roaring.Bitmap, now int64, mayStop bool) (candidates, error) {
+	o, plan := out.plan.Order, out.plan
+	out.walked = true
+	// When every candidate is known to match (no WHERE, or an exact
+	// one), the walk stops once the window is covered; items that
+	// vanish before they are read are made up for by reading on.
+	need := int64(-1)
+	if skip, limit := q.Window(); mayStop && limit >= 0 && (plan.Access == nil || plan.Exact) {
+		need = satAdd(satAdd(skip, limit), walkSlack)
+	}
+	var err error
+	c.idx.TermWalk(o.Path, o.Desc, func(key string, slots *roaring.Bitmap) bool {
+		n := len(out.slots)
+		switch {
+		case slots.GetCardinality() <= walkFewSlots:
+			out.slots = c.liveSlotsAmongLocked(slots, bm, now, out.slots)
+		case bm == nil:
+			out.slots, err = c.liveSlotsLocked(ctx, slots, now, out.slots)
+		default:
+			out.slots, err = c.liveSlotsLocked(ctx, roaring.And(slots, bm), now, out.slots)
+		}
+		if err != nil {
+			return false
+		}
+		for range len(out.slots) - n {
+			out.keys = append(out.keys, key)
+		}
+		return need < 0 || int64(len(out.slots)) < need
+	})
+	if err != nil {
+		return candidates{}, err
+	}
+	if out.rest, err = c.liveSlotsLocked(ctx, c.idx.SlotsWithoutTerm(bm, o.Path), now, nil); err != nil {
+		return candidates{}, err
+	}
+	out.partial = need >= 0
+	return out, nil
 }
 
 // satAdd is a + b for a, b >= 0, saturating at math.MaxInt64.
@@ -278,6 +299,31 @@ func (c *Container) liveSlotsLocked(ctx context.Context, bm *roaring.Bitmap, now
 	}
 	slices.SortFunc(dst[start:], func(a, b index.Slot) int { return cmp.Compare(a.ID, b.ID) })
 	return dst, nil
+}
+
+// walkFewSlots is the most slots of one key that an ORDER BY walk checks
+// one by one against the candidates; a key with more is intersected with
+// them as bitmaps.
+const walkFewSlots = 64
+
+// liveSlotsAmongLocked appends the slots of few that are in bm (nil: any)
+// and live at now to dst, in id order among themselves, without building a
+// bitmap: for the keys of an ORDER BY walk, most of which hold a slot or
+// two. c.mu is held.
+func (c *Container) liveSlotsAmongLocked(few, bm *roaring.Bitmap, now int64, dst []index.Slot) []index.Slot {
+	start := len(dst)
+	few.Iterate(func(n uint32) bool {
+		if bm == nil || bm.Contains(n) {
+			if s, ok := c.idx.SlotAt(n, now); ok { // the inline expiry check
+				dst = append(dst, s)
+			}
+		}
+		return true
+	})
+	if len(dst)-start > 1 {
+		slices.SortFunc(dst[start:], func(a, b index.Slot) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	return dst
 }
 
 // evalAccess computes the slots an access path names, or returns ctx's

@@ -88,6 +88,57 @@ func BenchmarkQuery(b *testing.B) {
 	}
 }
 
+// BenchmarkQueryHalfExpired is the shape of bench/'s query workload: half
+// of the items (every odd one) expired, and the expiry settled, before the
+// queries, so that every answer walks past as many expired entries as
+// live ones.
+func BenchmarkQueryHalfExpired(b *testing.B) {
+	n := benchQueryN()
+	clk := newFakeClock(t0)
+	db := openTest(b, b.TempDir(), clk, func(o *Options) { o.NoSync = true; o.CompactionInterval = -1; o.MaxBatchOperations = 500 })
+	defer db.Close()
+	c := mustCreateContainer(b, db, ContainerProperties{ID: "q", DefaultTTL: TTL(-1)})
+	ctx := context.Background()
+	for i := 0; i < n; i += 500 {
+		batch := c.NewBatch()
+		for j := i; j < min(i+500, n); j++ {
+			doc := queryBenchDoc(j)
+			if j%2 == 1 {
+				doc = append(doc[:len(doc)-1], `,"ttl":10}`...)
+			}
+			batch.Upsert(doc)
+		}
+		if _, err := c.ExecuteBatch(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitIndexed(b, c)
+	clk.Advance(11)
+	if got := c.Stats().Items; got != int64((n+1)/2) {
+		b.Fatalf("%d items live, want %d", got, (n+1)/2)
+	}
+	for _, q := range []struct{ name, sql string }{
+		{"eq-0.1%", `SELECT * FROM c WHERE c.k1000 = 8`},
+		{"range-1%", `SELECT * FROM c WHERE c.u >= 1000 AND c.u < 2000`},
+		{"top10-orderby", `SELECT TOP 10 * FROM c ORDER BY c.u DESC`},
+		{"count-10%", `SELECT VALUE COUNT(1) FROM c WHERE c.k10 = 4`},
+	} {
+		b.Run(q.name, func(b *testing.B) {
+			rows := 0
+			for b.Loop() {
+				rows = 0
+				for _, err := range c.Query(ctx, q.sql) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					rows++
+				}
+			}
+			b.ReportMetric(float64(rows), "rows")
+		})
+	}
+}
+
 // TestQueryIndexMemory reports the heap the secondary index costs per item
 // and per path: the same data loaded with IndexingConsistent and with
 // IndexingNone. It asserts only that the index exists; run with -v for the

@@ -255,6 +255,14 @@ func checkTermModel(t *testing.T, where string, x *Index, m *termModel, rng *ran
 		with := m.answer(path, func(string) bool { return true })
 		without := slices.DeleteFunc(slices.Clone(live), func(id string) bool { _, ok := slices.BinarySearch(with, id); return ok })
 		check(fmt.Sprintf("SlotsWithoutTerm(live, %s)", path), x.SlotsWithoutTerm(x.LiveBitmap(), path), without)
+		var all []string // every id in the index, expired ones too
+		for id := range m.items {
+			if _, ok := slices.BinarySearch(with, id); !ok {
+				all = append(all, id)
+			}
+		}
+		slices.Sort(all)
+		check(fmt.Sprintf("SlotsWithoutTerm(nil, %s)", path), x.SlotsWithoutTerm(nil, path), all)
 	}
 }
 

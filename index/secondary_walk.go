@@ -2,15 +2,24 @@ package index
 
 import "github.com/RoaringBitmap/roaring/v2"
 
-// SlotsWithoutTerm returns the slots of bm that hold no term at path: items
-// whose value there is undefined, an array or an object, or that are not
-// indexed yet. ORDER BY over an index walk places them itself (undefined
-// first, arrays and objects after strings), so it needs them without
-// walking every key of the path: one AndNot with the path's slot set.
+// SlotsWithoutTerm returns the slots of bm (nil: every slot in use) that
+// hold no term at path: items whose value there is undefined, an array or
+// an object, or that are not indexed yet. ORDER BY over an index walk
+// places them itself (undefined first, arrays and objects after strings),
+// so it needs them without walking every key of the path: one AndNot with
+// the path's slot set, or none at all when every slot in use holds a term
+// there (the usual case, told by two counts).
 func (x *Index) SlotsWithoutTerm(bm *roaring.Bitmap, path string) *roaring.Bitmap {
+	if bm == nil {
+		bm = x.used
+	}
 	p := x.sec.path(path)
-	if p == nil {
+	switch {
+	case p == nil:
 		return bm.Clone()
+	case p.slots.GetCardinality() == x.used.GetCardinality():
+		// A path's slots are slots in use: here they are all of them.
+		return roaring.New()
 	}
 	return roaring.AndNot(bm, &p.slots)
 }
