@@ -42,6 +42,9 @@ type ClockReset struct {
 //
 // The reset is logged at warning level with both clocks.
 func ResetClock(dir string, opts *Options) (ClockReset, error) {
+	if err := opts.check(); err != nil {
+		return ClockReset{}, err
+	}
 	o := opts.withDefaults()
 	if _, err := loadManifest(o.FS, dir, o.Logger); errors.Is(err, os.ErrNotExist) {
 		return ClockReset{}, fmt.Errorf("%w: %s has no MANIFEST", ErrNoDatabase, dir)

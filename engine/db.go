@@ -105,8 +105,12 @@ type DB struct {
 // same directory fails with ErrLocked until Close. dir must not be empty,
 // and must not exist, be empty, or hold an ebb database: Open refuses with
 // ErrNoDatabase, writing nothing, a directory holding files ebb did not
-// create.
+// create. Options with a field out of its range are refused with
+// ErrInvalidOptions, naming every such field.
 func Open(dir string, opts *Options) (*DB, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	o := opts.withDefaults()
 	if err := checkOpenDir(o.FS, dir); err != nil {
 		return nil, err

@@ -44,6 +44,10 @@ var (
 	// ErrEmptyBatch: ExecuteBatch was given a nil batch or one without
 	// operations.
 	ErrEmptyBatch = errors.New("ebb: empty batch")
+	// ErrInvalidOptions: Open (or ResetClock) was given Options with a
+	// value outside what its field allows. The error names every such field
+	// and its value; nothing is opened or written.
+	ErrInvalidOptions = errors.New("ebb: invalid options")
 )
 
 // Errors about the database itself.

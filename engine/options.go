@@ -11,7 +11,10 @@ import (
 
 // Options configure a DB. A nil *Options, and every zero field, means the
 // default given in the field's comment; the defaults live in one place,
-// withDefaults.
+// withDefaults. A value outside what its field allows (a negative size, a
+// BlockSize beyond segment.MaxBlockSize, a RewriteThreshold beyond 1, the
+// bounds in options_check.go) makes Open fail with ErrInvalidOptions,
+// naming every such field, rather than be replaced by the default.
 type Options struct {
 	// Clock is the wall clock: unix seconds of Clock() are the time of every
 	// write (_ts) and the instant against which expiry is judged. The engine
@@ -132,6 +135,7 @@ func (c Compression) segment(cold bool) segment.Compression {
 }
 
 // withDefaults returns a copy of o with every unset field at its default.
+// Open checks o first (check), so what is not unset here is valid.
 func (o *Options) withDefaults() Options {
 	var out Options
 	if o != nil {
