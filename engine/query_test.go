@@ -512,3 +512,45 @@ func TestIndexBuildWaitsForFirstQuery(t *testing.T) {
 		t.Fatalf("query found %d items, want %d", n, want)
 	}
 }
+
+// TestQueryBodiesIndependent: the bodies a query returns share allocations
+// (window.render), yet each is its own: appending to one never changes
+// another, and each equals what Read returns.
+func TestQueryBodiesIndependent(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t, t.TempDir(), newFakeClock(t0))
+	defer db.Close()
+	c := mustCreateContainer(t, db, ContainerProperties{ID: "c"})
+	for i := range 50 {
+		if _, err := c.Upsert(ctx, []byte(fmt.Sprintf(`{"id":"k%02d","v":%q}`, i, strings.Repeat("v", i*10)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sql := range []string{`SELECT * FROM c`, `SELECT * FROM c ORDER BY c.v DESC`, `SELECT * FROM c WHERE c.v > "" ORDER BY c.id`} {
+		var items []Item
+		for it, err := range c.Query(ctx, sql) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			items = append(items, it)
+		}
+		if len(items) != 49 && len(items) != 50 {
+			t.Fatalf("%s: %d items", sql, len(items))
+		}
+		want := make([]string, len(items))
+		for i, it := range items {
+			want[i] = string(it.Body)
+			if got, err := c.Read(ctx, it.ID); err != nil || string(got.Body) != want[i] {
+				t.Fatalf("%s: item %s: query returned %s, Read %s, %v", sql, it.ID, it.Body, got.Body, err)
+			}
+		}
+		for i := range items {
+			_ = append(items[i].Body, "XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"...)
+		}
+		for i, it := range items {
+			if string(it.Body) != want[i] {
+				t.Fatalf("%s: item %s changed by appending to another: %s", sql, it.ID, it.Body)
+			}
+		}
+	}
+}
