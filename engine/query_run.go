@@ -124,8 +124,8 @@ type window struct {
 	slab []byte
 }
 
-// bodySlab is the size of the allocations a query renders its documents'
-// bodies into; a body over a quarter of it gets an allocation of its own.
+// bodySlab is the largest allocation a query renders its documents' bodies
+// into; a body over a quarter of it gets an allocation of its own.
 const bodySlab = 32 << 10
 
 // render is makeItem for a result of w: the body is carved from w's slab,
@@ -138,7 +138,9 @@ func (w *window) render(rec *segment.Record, expires int64) Item {
 		return makeItem(rec, expires)
 	}
 	if cap(w.slab)-len(w.slab) < n {
-		w.slab = make([]byte, 0, bodySlab)
+		// Slabs start small, for the queries that take a few rows, and
+		// double up to bodySlab.
+		w.slab = make([]byte, 0, min(max(4*n, 2*cap(w.slab)), bodySlab))
 	}
 	etag := etagOf(rec.Seq)
 	start := len(w.slab)
