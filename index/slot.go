@@ -1,6 +1,10 @@
 package index
 
-import "math"
+import (
+	"math"
+
+	"github.com/ebbdb/ebb/internal/hugemem"
+)
 
 // Never is the expiry instant of an item that does not expire.
 const Never int64 = math.MaxInt64
@@ -55,9 +59,9 @@ func (p slotPages) at(n uint32) *Slot {
 // grow makes room for slot n and returns the pages. want is how many slots
 // a bulk load expects to fill (Index.Reserve), or 0: pages below it are
 // allocated several at a time, as one slab, which the bulk load fills
-// front to back (see adviseHuge). The slabs double with the pages already
-// held, up to maxSlabPages, so that a reservation larger than what the
-// load fills (it counts superseded versions too) costs at most as many
+// front to back, in huge pages (hugemem). The slabs double with the pages
+// already held, up to maxSlabPages, so that a reservation larger than what
+// the load fills (it counts superseded versions too) costs at most as many
 // empty pages as there are full ones, and nothing once it is exact.
 func (p slotPages) grow(n, want uint32) slotPages {
 	const size = 1 << slotPageBits
@@ -67,7 +71,7 @@ func (p slotPages) grow(n, want uint32) slotPages {
 			k = min(need, max(len(p), 1), maxSlabPages)
 		}
 		slab := make([]Slot, k*size)
-		adviseHuge(slab)
+		hugemem.Advise(slab)
 		for i := range k {
 			p = append(p, slab[i*size:(i+1)*size:(i+1)*size])
 		}

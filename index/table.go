@@ -1,6 +1,10 @@
 package index
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+
+	"github.com/ebbdb/ebb/internal/hugemem"
+)
 
 // idTable maps item ids to slots: an open-addressing hash table of 8-byte
 // entries that holds no strings of its own. Each entry is a 32-bit hash
@@ -39,7 +43,7 @@ func tableSize(size, n int) int {
 // no order, so every page of it is touched at once: it asks for huge pages.
 func newEntries(size int) []uint64 {
 	e := make([]uint64, size)
-	adviseHuge(e)
+	hugemem.Advise(e)
 	return e
 }
 
