@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // IndexEntry is what Open-time recovery needs about one record, without
@@ -72,12 +73,14 @@ func (e *entryError) Error() string { return e.what + ": " + ErrCorrupt.Error() 
 func (e *entryError) Unwrap() error { return ErrCorrupt }
 
 // decodeIndex decodes the uncompressed index block b of a segment whose
-// footer holds s, checking that the entries agree with s.
-func decodeIndex(b []byte, s *Stats) ([]IndexEntry, error) {
+// footer holds s, checking that the entries agree with s, and appends them
+// to dst.
+func decodeIndex(dst []IndexEntry, b []byte, s *Stats) ([]IndexEntry, error) {
 	if s.Records > int64(len(b)/minIndexEntry) {
 		return nil, fmt.Errorf("%d entries cannot fit %d bytes: %w", s.Records, len(b), ErrCorrupt)
 	}
-	entries := make([]IndexEntry, s.Records)
+	all := slices.Grow(dst, int(s.Records))[:len(dst)+int(s.Records)]
+	entries := all[len(dst):]
 	var (
 		i        int
 		blk      int64 = -1
@@ -160,5 +163,5 @@ func decodeIndex(b []byte, s *Stats) ([]IndexEntry, error) {
 	case raw != s.RawBytes:
 		return nil, fmt.Errorf("entries sum to %d raw bytes, footer says %d: %w", raw, s.RawBytes, ErrCorrupt)
 	}
-	return entries, nil
+	return all, nil
 }
