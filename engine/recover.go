@@ -6,9 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/engine/journal"
-	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
 )
 
@@ -122,49 +120,6 @@ func (db *DB) checkEmpty() error {
 		}
 		if len(ents) > 0 {
 			return fmt.Errorf("ebb: open %s: %s/ holds files but the MANIFEST is missing: %w", db.dir, sub, ErrCorrupt)
-		}
-	}
-	return nil
-}
-
-// loadFiles rebuilds the index from the container's segment index blocks.
-// Files overlap in any order after compaction, so the version with the
-// highest sequence wins, and a tombstone hides older puts in other files.
-func (c *Container) loadFiles() error {
-	tomb := make(tombstones)
-	var records int64
-	for _, f := range c.files {
-		records += f.r.Stats().Puts
-	}
-	c.idx.Reserve(int(records))
-	for num, f := range c.files {
-		entries, err := f.r.Index()
-		if err != nil {
-			return fmt.Errorf("ebb: open container %q: segment %d: %w", c.id, num, err)
-		}
-		f.ids = compactor.NewIDFilter(len(entries))
-		for _, e := range entries {
-			f.ids.Add(e.ID)
-			expire := index.Never
-			if e.Op == segment.OpPut {
-				expire = c.history.ExpiresAt(e.TS, e.TTL)
-			}
-			f.expiresBy = max(f.expiresBy, expire)
-			cur, ok := c.idx.Get(e.ID)
-			switch tomb.apply(&e, cur.Seq, ok) {
-			case rebuildSkip:
-				continue
-			case rebuildDelete:
-				c.idx.Delete(e.ID)
-				continue
-			}
-			c.idx.Put(index.Slot{
-				ID: e.ID, Seq: e.Seq, TS: e.TS, TTL: e.TTL, Size: e.Size,
-				Loc: index.Loc{File: num, Block: e.Handle.Block, Off: e.Handle.Off},
-			})
-			if c.db.raisesFloor(e.Seq) {
-				c.db.clock.observe(e.TS)
-			}
 		}
 	}
 	return nil
