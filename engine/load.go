@@ -36,13 +36,15 @@ type decodedFile struct {
 // highest sequence wins, and a tombstone hides older puts in other files.
 func (c *Container) loadFiles() error {
 	nums := make([]uint32, 0, len(c.files))
-	var records int64
+	var puts, records int64
 	for num, f := range c.files {
 		nums = append(nums, num)
-		records += f.r.Stats().Puts
+		puts += f.r.Stats().Puts
+		records += f.r.Stats().Records
 	}
 	slices.Sort(nums)
-	c.idx.Reserve(int(records))
+	c.idx.Reserve(int(puts))
+	ids := segment.NewIDArena(records)
 
 	tomb := make(tombstones)
 	workers := max(1, runtime.GOMAXPROCS(0)-1)
@@ -53,7 +55,7 @@ func (c *Container) loadFiles() error {
 		case d = <-free:
 		default:
 		}
-		c.decodeFile(c.files[nums[i]], &d)
+		c.decodeFile(c.files[nums[i]], ids, &d)
 		return d
 	}
 	return inOrder(len(nums), workers, workers+1, decode, func(i int, d decodedFile) error {
@@ -73,11 +75,11 @@ func (c *Container) loadFiles() error {
 }
 
 // decodeFile decodes f's index block into d, reusing the room of d's
-// slices, and derives from it what depends on f alone. It does not touch
-// f, which the goroutine building the index owns: it runs on a loader
-// goroutine.
-func (c *Container) decodeFile(f *segFile, d *decodedFile) {
-	entries, err := f.r.AppendIndex(d.entries[:0])
+// slices, with the ids in ids, and derives from it what depends on f
+// alone. It does not touch f, which the goroutine building the index owns:
+// it runs on a loader goroutine.
+func (c *Container) decodeFile(f *segFile, ids *segment.IDArena, d *decodedFile) {
+	entries, err := f.r.AppendIndexIn(d.entries[:0], ids)
 	*d = decodedFile{entries: entries, hashes: d.hashes[:0], err: err}
 	if err != nil {
 		return

@@ -168,8 +168,15 @@ func (r *Reader) Index() ([]IndexEntry, error) { return r.AppendIndex(nil) }
 
 // AppendIndex is Index appending the entries to dst, so that a caller
 // decoding many files can reuse one slice (dst[:0]) for all of them. On an
-// error dst is returned as it was, with the error.
+// error dst is returned as it was, with the error. The entries' ids share
+// one allocation.
 func (r *Reader) AppendIndex(dst []IndexEntry) ([]IndexEntry, error) {
+	return r.AppendIndexIn(dst, nil)
+}
+
+// AppendIndexIn is AppendIndex with the entries' ids held in ids (nil: an
+// allocation of their own).
+func (r *Reader) AppendIndexIn(dst []IndexEntry, ids *IDArena) ([]IndexEntry, error) {
 	off := int64(r.ft.indexOff)
 	bb := getBlockBuf()
 	defer putBlockBuf(bb)
@@ -181,7 +188,7 @@ func (r *Reader) AppendIndex(dst []IndexEntry) ([]IndexEntry, error) {
 	if err == nil {
 		bb.keepRaw(raw)
 		var entries []IndexEntry
-		if entries, err = decodeIndex(dst, raw, &r.ft.stats); err == nil {
+		if entries, err = decodeIndex(dst, raw, &r.ft.stats, bb, ids); err == nil {
 			return entries, nil
 		}
 	}
@@ -397,8 +404,13 @@ func (r *Reader) damaged(w where, err error, prefix string) error {
 }
 
 // blockBuf holds the buffers for reading and decompressing one block; they
-// are pooled across reads that do not keep the block.
-type blockBuf struct{ stored, raw []byte }
+// are pooled across reads that do not keep the block. ids and idEnds are
+// decodeIndex's: the ids of an index block back to back, and where each
+// ends.
+type blockBuf struct {
+	stored, raw, ids []byte
+	idEnds           []uint32
+}
 
 var blockBufs = sync.Pool{New: func() any { return new(blockBuf) }}
 
@@ -413,6 +425,9 @@ func putBlockBuf(bb *blockBuf) {
 	}
 	if cap(bb.raw) > maxPooled {
 		bb.raw = nil
+	}
+	if cap(bb.ids) > maxPooled {
+		bb.ids, bb.idEnds = nil, nil
 	}
 	blockBufs.Put(bb)
 }

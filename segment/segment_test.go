@@ -145,6 +145,9 @@ func checkSegment(t *testing.T, path string, recs []Record, hs []Handle, st Stat
 		if len(app) != 1+len(recs) || app[0].ID != "kept" || !reflect.DeepEqual(app[1:], idx) && len(recs) > 0 {
 			t.Fatalf("AppendIndex = %d entries (first %+v), want the kept one and Index's %d", len(app), app[0], len(idx))
 		}
+		if in, err := r.AppendIndexIn(nil, NewIDArena(int64(len(recs)))); err != nil || !reflect.DeepEqual(in, idx) {
+			t.Fatalf("AppendIndexIn with an arena = %v, %v; want Index's entries", len(in), err)
+		}
 		var kept []RecordAt
 		for at, err := range r.Records() {
 			if err != nil {
