@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/internal/hugemem"
 	"github.com/ebbdb/ebb/segment"
 )
 
@@ -137,34 +138,74 @@ func (db *DB) replay() error {
 	case first == 0 || from < first:
 		return fmt.Errorf("ebb: journal starts at entry %d but replay must start at %d: %w", first, from, ErrCorrupt)
 	}
-	var rec segment.Record
-	return db.jnl.Replay(from, func(seq uint64, payload []byte) error {
-		// The payload is ours to keep (and a compressed one decodes into
-		// a buffer of its own), so the records' bodies alias it.
-		payload, err := segment.DecodePayload(payload, nil)
+	// The entries are read first and decoded after, so that the compressed
+	// ones decode into one buffer of the size they need together, which
+	// comes in huge pages (hugemem): it is as large as the memtables, and
+	// new to the process.
+	type entry struct {
+		seq        uint64
+		payload    []byte
+		plain      int
+		compressed bool
+	}
+	var entries []entry
+	total := 0 // plain bytes of the compressed payloads
+	err := db.jnl.Replay(from, func(seq uint64, payload []byte) error {
+		n, compressed, err := segment.PayloadSize(payload)
 		if err != nil {
 			return fmt.Errorf("ebb: journal entry %d: %w", seq, err)
 		}
-		for off := 0; off < len(payload); {
-			n, err := segment.DecodeRecord(payload[off:], &rec)
-			if err != nil {
-				return fmt.Errorf("ebb: journal entry %d offset %d: %w", seq, off, err)
-			}
-			if rec.Seq != seq {
-				return fmt.Errorf("ebb: journal entry %d holds a record of seq %d: %w", seq, rec.Seq, ErrCorrupt)
-			}
-			off += n
-			c := db.byNum[rec.Container]
-			if c == nil {
-				continue // its container was deleted
-			}
-			c.applyRecord(rec, n)
-			if db.raisesFloor(rec.Seq) {
-				db.clock.observe(rec.TS)
-			}
+		if compressed {
+			total += n
 		}
+		entries = append(entries, entry{seq, payload, n, compressed})
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, total)
+	hugemem.Advise(buf)
+	for _, e := range entries {
+		var room []byte
+		if e.compressed {
+			room, buf = buf[:0:e.plain], buf[e.plain:]
+		}
+		if err := db.replayEntry(e.seq, e.payload, room); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayEntry applies the records of journal entry seq, stored as payload,
+// to memtables and indexes; a compressed payload decodes into room. The
+// payload and room are ours to keep, so the records' bodies alias them.
+func (db *DB) replayEntry(seq uint64, payload, room []byte) error {
+	payload, err := segment.DecodePayload(payload, room)
+	if err != nil {
+		return fmt.Errorf("ebb: journal entry %d: %w", seq, err)
+	}
+	var rec segment.Record
+	for off := 0; off < len(payload); {
+		n, err := segment.DecodeRecord(payload[off:], &rec)
+		if err != nil {
+			return fmt.Errorf("ebb: journal entry %d offset %d: %w", seq, off, err)
+		}
+		if rec.Seq != seq {
+			return fmt.Errorf("ebb: journal entry %d holds a record of seq %d: %w", seq, rec.Seq, ErrCorrupt)
+		}
+		off += n
+		c := db.byNum[rec.Container]
+		if c == nil {
+			continue // its container was deleted
+		}
+		c.applyRecord(rec, n)
+		if db.raisesFloor(rec.Seq) {
+			db.clock.observe(rec.TS)
+		}
+	}
+	return nil
 }
 
 // removeOrphans deletes segment files the manifest does not name: outputs
