@@ -44,6 +44,7 @@ func (c *Container) loadFiles() error {
 	}
 	slices.Sort(nums)
 	c.idx.Reserve(int(puts))
+	defer c.idx.Reserve(0) // later writes allocate their slots page by page
 	ids := segment.NewIDArena(records)
 
 	tomb := make(tombstones)

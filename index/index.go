@@ -25,6 +25,10 @@ type Index struct {
 	live      int64 // items in use and not marked expired
 	liveBytes int64 // their record sizes
 	files     map[uint32]*Usage
+	// The file account changed last and its Usage in files (nil: none):
+	// writes, loads and compactions account runs of records of one file.
+	lastFile  uint32
+	lastUsage *Usage
 }
 
 // Usage is the live share of one file (segment or memtable generation):
@@ -48,7 +52,9 @@ func New(expireAt ExpireFunc) *Index {
 
 // Reserve makes room for n more ids, ahead of a bulk load: the id table
 // is sized for them in one step, and their slots are allocated a few large
-// slabs at a time rather than page by page.
+// slabs at a time rather than page by page. A later Reserve replaces the
+// reservation: Reserve(0) ends it, so that slots are allocated page by
+// page again.
 func (x *Index) Reserve(n int) {
 	x.ids.reserve(n)
 	x.reserved = uint32(min(int64(x.nslots)+int64(n), 1<<32-1))
@@ -373,15 +379,19 @@ func (x *Index) unlink(n uint32) {
 func (x *Index) account(s *Slot, sign int64) {
 	x.live += sign
 	x.liveBytes += sign * int64(s.Size)
-	u := x.files[s.Loc.File]
-	if u == nil {
-		u = &Usage{}
-		x.files[s.Loc.File] = u
+	u := x.lastUsage
+	if u == nil || x.lastFile != s.Loc.File {
+		if u = x.files[s.Loc.File]; u == nil {
+			u = &Usage{}
+			x.files[s.Loc.File] = u
+		}
+		x.lastFile, x.lastUsage = s.Loc.File, u
 	}
 	u.Records += sign
 	u.Bytes += sign * int64(s.Size)
 	if u.Records == 0 {
 		delete(x.files, s.Loc.File)
+		x.lastUsage = nil
 	}
 }
 

@@ -59,16 +59,17 @@ func (p slotPages) at(n uint32) *Slot {
 // grow makes room for slot n and returns the pages. want is how many slots
 // a bulk load expects to fill (Index.Reserve), or 0: pages below it are
 // allocated several at a time, as one slab, which the bulk load fills
-// front to back, in huge pages (hugemem). The slabs double with the pages
-// already held, up to maxSlabPages, so that a reservation larger than what
-// the load fills (it counts superseded versions too) costs at most as many
+// front to back, in huge pages (hugemem). A slab is a quarter of the pages
+// still wanted, or as many pages as are held already if that is more, up
+// to maxSlabPages: a reservation larger than what the load fills (it counts
+// superseded versions too) costs at most a quarter of itself, or as many
 // empty pages as there are full ones, and nothing once it is exact.
 func (p slotPages) grow(n, want uint32) slotPages {
 	const size = 1 << slotPageBits
 	for int(n>>slotPageBits) >= len(p) {
 		k := 1
 		if need := (int(want)+size-1)/size - len(p); need > 1 {
-			k = min(need, max(len(p), 1), maxSlabPages)
+			k = min(need, max(len(p), need/4, 1), maxSlabPages)
 		}
 		slab := make([]Slot, k*size)
 		hugemem.Advise(slab)
