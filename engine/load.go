@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -29,6 +31,37 @@ type decodedFile struct {
 	ids       *compactor.IDFilter
 	expiresBy int64
 	err       error
+}
+
+// openFiles opens the container's segment files nums, those the MANIFEST
+// names, into c.files, a few at a time. It returns the error of the first
+// of nums that does not open; the files that did are in c.files, for Open
+// to close.
+func (c *Container) openFiles(nums []uint32) error {
+	type opened struct {
+		f   *segFile
+		err error
+	}
+	workers := runtime.GOMAXPROCS(0)
+	var first error
+	open := func(i int) opened {
+		f, err := c.db.openSegment(nums[i])
+		return opened{f, err}
+	}
+	inOrder(len(nums), workers, 2*workers, open, func(i int, o opened) error {
+		num := nums[i]
+		switch err := o.err; {
+		case err == nil:
+			c.files[num] = o.f
+		case first == nil:
+			if errors.Is(err, os.ErrNotExist) {
+				err = fmt.Errorf("%w: the MANIFEST names it but it is missing", ErrCorrupt)
+			}
+			first = fmt.Errorf("ebb: open container %q: segment %d: %w", c.id, num, err)
+		}
+		return nil
+	})
+	return first
 }
 
 // loadFiles rebuilds the index from the container's segment index blocks.

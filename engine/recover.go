@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/ebbdb/ebb/engine/journal"
-	"github.com/ebbdb/ebb/internal/hugemem"
-	"github.com/ebbdb/ebb/segment"
 )
 
 // recover builds the DB's state from dir: the manifest, then each segment
@@ -61,14 +59,9 @@ func (db *DB) recover() error {
 		db.byNum[cm.Num] = c
 		for _, num := range cm.Files {
 			referenced[num] = true
-			f, err := db.openSegment(num)
-			if errors.Is(err, os.ErrNotExist) {
-				err = fmt.Errorf("%w: the MANIFEST names it but it is missing", ErrCorrupt)
-			}
-			if err != nil {
-				return fmt.Errorf("ebb: open container %q: segment %d: %w", cm.ID, num, err)
-			}
-			c.files[num] = f
+		}
+		if err := c.openFiles(cm.Files); err != nil {
+			return err
 		}
 		for num, hidden := range cm.Hides {
 			if f := c.files[num]; f != nil {
@@ -121,88 +114,6 @@ func (db *DB) checkEmpty() error {
 		}
 		if len(ents) > 0 {
 			return fmt.Errorf("ebb: open %s: %s/ holds files but the MANIFEST is missing: %w", db.dir, sub, ErrCorrupt)
-		}
-	}
-	return nil
-}
-
-// replay applies the journal's unsealed entries to memtables and indexes.
-func (db *DB) replay() error {
-	first, next := db.jnl.FirstSeq(), db.jnl.NextSeq()
-	from := db.journalFrom
-	switch {
-	case from > next:
-		return fmt.Errorf("ebb: journal ends before entry %d but the manifest says entries up to %d were sealed: %w", next, from-1, ErrCorrupt)
-	case from == next:
-		return nil // everything is sealed
-	case first == 0 || from < first:
-		return fmt.Errorf("ebb: journal starts at entry %d but replay must start at %d: %w", first, from, ErrCorrupt)
-	}
-	// The entries are read first and decoded after, so that the compressed
-	// ones decode into one buffer of the size they need together, which
-	// comes in huge pages (hugemem): it is as large as the memtables, and
-	// new to the process.
-	type entry struct {
-		seq        uint64
-		payload    []byte
-		plain      int
-		compressed bool
-	}
-	var entries []entry
-	total := 0 // plain bytes of the compressed payloads
-	err := db.jnl.Replay(from, func(seq uint64, payload []byte) error {
-		n, compressed, err := segment.PayloadSize(payload)
-		if err != nil {
-			return fmt.Errorf("ebb: journal entry %d: %w", seq, err)
-		}
-		if compressed {
-			total += n
-		}
-		entries = append(entries, entry{seq, payload, n, compressed})
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, total)
-	hugemem.Advise(buf)
-	for _, e := range entries {
-		var room []byte
-		if e.compressed {
-			room, buf = buf[:0:e.plain], buf[e.plain:]
-		}
-		if err := db.replayEntry(e.seq, e.payload, room); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// replayEntry applies the records of journal entry seq, stored as payload,
-// to memtables and indexes; a compressed payload decodes into room. The
-// payload and room are ours to keep, so the records' bodies alias them.
-func (db *DB) replayEntry(seq uint64, payload, room []byte) error {
-	payload, err := segment.DecodePayload(payload, room)
-	if err != nil {
-		return fmt.Errorf("ebb: journal entry %d: %w", seq, err)
-	}
-	var rec segment.Record
-	for off := 0; off < len(payload); {
-		n, err := segment.DecodeRecord(payload[off:], &rec)
-		if err != nil {
-			return fmt.Errorf("ebb: journal entry %d offset %d: %w", seq, off, err)
-		}
-		if rec.Seq != seq {
-			return fmt.Errorf("ebb: journal entry %d holds a record of seq %d: %w", seq, rec.Seq, ErrCorrupt)
-		}
-		off += n
-		c := db.byNum[rec.Container]
-		if c == nil {
-			continue // its container was deleted
-		}
-		c.applyRecord(rec, n)
-		if db.raisesFloor(rec.Seq) {
-			db.clock.observe(rec.TS)
 		}
 	}
 	return nil
