@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -65,4 +68,99 @@ func TestInOrder(t *testing.T) {
 			t.Fatalf("work called %d times after an error at 10", c)
 		}
 	})
+}
+
+// TestOpenRebuildsEverything: Open rebuilds, from many segment files and a
+// journal tail of many small entries and a few large compressed ones, the
+// versions the writes left: overwrites in later files win, deletes in later
+// files hide the versions in earlier ones, and the journal's writes win
+// over the files'.
+func TestOpenRebuildsEverything(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := newFakeClock(t0)
+	want := map[string]int{} // id -> the "v" of its newest version
+	var db *DB
+	var c *Container
+	open := func(seal int64) {
+		db = openTest(t, dir, clk, func(o *Options) { o.SealThreshold = seal; o.CompactionInterval = -1 })
+		var err error
+		if c, err = db.Container("c"); errors.Is(err, ErrNotFound) {
+			c = mustCreateContainer(t, db, ContainerProperties{ID: "c", DefaultTTL: TTL(-1)})
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc := func(id string, v, pad int) []byte {
+		return fmt.Appendf(nil, `{"id":%q,"v":%d,"p":"%s"}`, id, v, strings.Repeat("abc ", pad))
+	}
+	write := func(round int) {
+		for i := range 600 {
+			id := fmt.Sprintf("k%04d", i)
+			gone := i%11 == 0 // deleted in a file, for good
+			if gone && round == 3 {
+				continue
+			}
+			if (i+round)%7 == 0 || gone && round == 2 {
+				if err := c.Delete(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+					t.Fatal(err)
+				}
+				delete(want, id)
+				continue
+			}
+			if _, err := c.Upsert(ctx, doc(id, round*1000+i, 20)); err != nil {
+				t.Fatal(err)
+			}
+			want[id] = round*1000 + i
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for i := range 700 {
+			id := fmt.Sprintf("k%04d", i)
+			it, err := c.Read(ctx, id)
+			v, ok := want[id]
+			switch {
+			case !ok && !errors.Is(err, ErrNotFound):
+				t.Fatalf("%s: Read(%s) = %v, want ErrNotFound", when, id, err)
+			case ok && err != nil:
+				t.Fatalf("%s: Read(%s): %v", when, id, err)
+			case ok && !bytes.Contains(it.Body, fmt.Appendf(nil, `"v":%d,`, v)):
+				t.Fatalf("%s: Read(%s) = %.40s..., want v %d", when, id, it.Body, v)
+			}
+		}
+		if st := c.Stats(); st.Items != int64(len(want)) {
+			t.Fatalf("%s: %d items, want %d", when, st.Items, len(want))
+		}
+	}
+
+	open(8 << 10) // small files, sealed as the writes go
+	for round := range 3 {
+		write(round)
+	}
+	check("written")
+	db.Close()
+	if n := len(segNames(t, dir)); n < 5 {
+		t.Fatalf("%d segment files, want several", n)
+	}
+
+	open(64 << 20) // nothing sealed: a journal tail of many small entries
+	write(3)
+	for b := range 3 { // and a few large ones, compressed
+		bt := c.NewBatch()
+		for i := range 100 {
+			id := fmt.Sprintf("k%04d", 600+i)
+			bt.Upsert(doc(id, 5000+b*100+i, 1000))
+			want[id] = 5000 + b*100 + i
+		}
+		if _, err := c.ExecuteBatch(ctx, bt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("journal written")
+	db.Close()
+
+	open(64 << 20)
+	check("reopened")
+	db.Close()
 }

@@ -8,11 +8,14 @@ import (
 	"github.com/ebbdb/ebb/segment"
 )
 
-// journalEntry is an entry of the journal read for replay, not yet decoded.
+// journalEntry is an entry of the journal read for replay, and, once a
+// loader decoded it, its plain form or the error decoding it.
 type journalEntry struct {
 	seq     uint64
 	payload []byte
 	room    []byte // where it decodes to, if it is compressed
+	plain   []byte
+	err     error
 }
 
 // replay applies the journal's unsealed entries to memtables and indexes.
@@ -20,8 +23,8 @@ type journalEntry struct {
 // The entries are read first and decoded after, so that the compressed ones
 // decode into one buffer of the size they need together, which comes in
 // huge pages (hugemem): it is as large as the memtables, and new to the
-// process. Loader goroutines decompress them a few entries ahead of the
-// goroutine in Open, which applies their records in journal order.
+// process. Loader goroutines decompress them a few groups of entries ahead
+// of the goroutine in Open, which applies their records in journal order.
 func (db *DB) replay() error {
 	first, next := db.jnl.FirstSeq(), db.jnl.NextSeq()
 	from := db.journalFrom
@@ -60,24 +63,44 @@ func (db *DB) replay() error {
 		}
 	}
 
-	type decoded struct {
-		plain []byte
-		err   error
-	}
-	workers := max(1, runtime.GOMAXPROCS(0)-1)
-	decode := func(i int) decoded {
-		e := &entries[i]
-		plain, err := segment.DecodePayload(e.payload, e.room) // into e.room: no two loaders share memory
-		return decoded{plain, err}
-	}
-	return inOrder(len(entries), workers, workers+1, decode, func(i int, d decoded) error {
-		seq := entries[i].seq
-		if d.err != nil {
-			return fmt.Errorf("ebb: journal entry %d: %w", seq, d.err)
+	// Loaders take the entries a group at a time, so that a journal of
+	// many small commits costs few hand-overs.
+	var groups []int // groups[g] is the first entry of group g
+	for i, size := 0, 0; i < len(entries); i++ {
+		if i == 0 || size >= replayGroupBytes || i-groups[len(groups)-1] >= replayGroupEntries {
+			groups, size = append(groups, i), 0
 		}
-		return db.replayEntry(seq, d.plain)
+		size += len(entries[i].payload) + max(sizes[i], 0)
+	}
+	groups = append(groups, len(entries))
+	workers := max(1, runtime.GOMAXPROCS(0)-1)
+	decode := func(g int) int {
+		for i := groups[g]; i < groups[g+1]; i++ {
+			e := &entries[i]
+			// Into e.room: no two loaders write the same memory.
+			e.plain, e.err = segment.DecodePayload(e.payload, e.room)
+		}
+		return g
+	}
+	return inOrder(len(groups)-1, workers, workers+1, decode, func(_ int, g int) error {
+		for i := groups[g]; i < groups[g+1]; i++ {
+			e := &entries[i]
+			if e.err != nil {
+				return fmt.Errorf("ebb: journal entry %d: %w", e.seq, e.err)
+			}
+			if err := db.replayEntry(e.seq, e.plain); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
+
+// A replay group ends after this many bytes (stored and plain) or entries.
+const (
+	replayGroupBytes   = 1 << 20
+	replayGroupEntries = 256
+)
 
 // replayEntry applies the records of journal entry seq, whose plain form is
 // payload, to memtables and indexes. The payload is ours to keep, so the
