@@ -5,7 +5,6 @@ go 1.26.8
 require (
 	github.com/RoaringBitmap/roaring/v2 v2.30.0
 	github.com/anishathalye/porcupine v1.3.1
-	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/klauspost/compress v1.20.3
 	github.com/spf13/cobra v1.10.2

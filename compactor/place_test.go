@@ -3,6 +3,7 @@ package compactor
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +46,40 @@ func TestIDFilter(t *testing.T) {
 	}
 	if fp > 300 {
 		t.Fatalf("%d false positives in 10000, want about 100", fp)
+	}
+}
+
+// TestIDFilterSizes: whatever the number of ids and their form, no false
+// negatives, and false positives near the 1% target.
+func TestIDFilterSizes(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 100, 5000, 100_000} {
+		for _, form := range []string{"%d", "doc-%012d", "%x-7b1e-4c1f-9a3b-%08x"} {
+			id := func(set, i int) string {
+				if strings.Count(form, "%") == 2 {
+					return fmt.Sprintf(form, set, i)
+				}
+				return fmt.Sprintf(form, set*10_000_000+i)
+			}
+			f := NewIDFilter(n)
+			for i := range n {
+				f.Add(id(1, i))
+			}
+			for i := range n {
+				if !f.MayContain(id(1, i)) {
+					t.Fatalf("n=%d %q: false negative for %s", n, form, id(1, i))
+				}
+			}
+			fp := 0
+			const probes = 20000
+			for i := range probes {
+				if f.MayContain(id(2, i)) {
+					fp++
+				}
+			}
+			if n >= 7 && fp > probes*3/100 { // (a filter of a few bits is a coarse one)
+				t.Errorf("n=%d %q: %d false positives in %d, want about 1%%", n, form, fp, probes)
+			}
+			t.Logf("n=%d %q: %d bits, %d probes, %.2f%% false positives", n, form, f.m, f.k, 100*float64(fp)/probes)
+		}
 	}
 }

@@ -6,10 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/engine/journal"
-	"github.com/ebbdb/ebb/index"
-	"github.com/ebbdb/ebb/segment"
 )
 
 // recover builds the DB's state from dir: the manifest, then each segment
@@ -62,14 +59,9 @@ func (db *DB) recover() error {
 		db.byNum[cm.Num] = c
 		for _, num := range cm.Files {
 			referenced[num] = true
-			f, err := db.openSegment(num)
-			if errors.Is(err, os.ErrNotExist) {
-				err = fmt.Errorf("%w: the MANIFEST names it but it is missing", ErrCorrupt)
-			}
-			if err != nil {
-				return fmt.Errorf("ebb: open container %q: segment %d: %w", cm.ID, num, err)
-			}
-			c.files[num] = f
+		}
+		if err := c.openFiles(cm.Files); err != nil {
+			return err
 		}
 		for num, hidden := range cm.Hides {
 			if f := c.files[num]; f != nil {
@@ -125,91 +117,6 @@ func (db *DB) checkEmpty() error {
 		}
 	}
 	return nil
-}
-
-// loadFiles rebuilds the index from the container's segment index blocks.
-// Files overlap in any order after compaction, so the version with the
-// highest sequence wins, and a tombstone hides older puts in other files.
-func (c *Container) loadFiles() error {
-	tomb := make(tombstones)
-	var records int64
-	for _, f := range c.files {
-		records += f.r.Stats().Puts
-	}
-	c.idx.Reserve(int(records))
-	for num, f := range c.files {
-		entries, err := f.r.Index()
-		if err != nil {
-			return fmt.Errorf("ebb: open container %q: segment %d: %w", c.id, num, err)
-		}
-		f.ids = compactor.NewIDFilter(len(entries))
-		for _, e := range entries {
-			f.ids.Add(e.ID)
-			expire := index.Never
-			if e.Op == segment.OpPut {
-				expire = c.history.ExpiresAt(e.TS, e.TTL)
-			}
-			f.expiresBy = max(f.expiresBy, expire)
-			cur, ok := c.idx.Get(e.ID)
-			switch tomb.apply(&e, cur.Seq, ok) {
-			case rebuildSkip:
-				continue
-			case rebuildDelete:
-				c.idx.Delete(e.ID)
-				continue
-			}
-			c.idx.Put(index.Slot{
-				ID: e.ID, Seq: e.Seq, TS: e.TS, TTL: e.TTL, Size: e.Size,
-				Loc: index.Loc{File: num, Block: e.Handle.Block, Off: e.Handle.Off},
-			})
-			if c.db.raisesFloor(e.Seq) {
-				c.db.clock.observe(e.TS)
-			}
-		}
-	}
-	return nil
-}
-
-// replay applies the journal's unsealed entries to memtables and indexes.
-func (db *DB) replay() error {
-	first, next := db.jnl.FirstSeq(), db.jnl.NextSeq()
-	from := db.journalFrom
-	switch {
-	case from > next:
-		return fmt.Errorf("ebb: journal ends before entry %d but the manifest says entries up to %d were sealed: %w", next, from-1, ErrCorrupt)
-	case from == next:
-		return nil // everything is sealed
-	case first == 0 || from < first:
-		return fmt.Errorf("ebb: journal starts at entry %d but replay must start at %d: %w", first, from, ErrCorrupt)
-	}
-	var rec segment.Record
-	return db.jnl.Replay(from, func(seq uint64, payload []byte) error {
-		// The payload is ours to keep (and a compressed one decodes into
-		// a buffer of its own), so the records' bodies alias it.
-		payload, err := segment.DecodePayload(payload, nil)
-		if err != nil {
-			return fmt.Errorf("ebb: journal entry %d: %w", seq, err)
-		}
-		for off := 0; off < len(payload); {
-			n, err := segment.DecodeRecord(payload[off:], &rec)
-			if err != nil {
-				return fmt.Errorf("ebb: journal entry %d offset %d: %w", seq, off, err)
-			}
-			if rec.Seq != seq {
-				return fmt.Errorf("ebb: journal entry %d holds a record of seq %d: %w", seq, rec.Seq, ErrCorrupt)
-			}
-			off += n
-			c := db.byNum[rec.Container]
-			if c == nil {
-				continue // its container was deleted
-			}
-			c.applyRecord(rec, n)
-			if db.raisesFloor(rec.Seq) {
-				db.clock.observe(rec.TS)
-			}
-		}
-		return nil
-	})
 }
 
 // removeOrphans deletes segment files the manifest does not name: outputs

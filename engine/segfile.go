@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 
 	"github.com/ebbdb/ebb/compactor"
@@ -107,9 +106,9 @@ func openSegmentFile(fsys vfs.FS, path string, opts segment.ReaderOptions) (*seg
 }
 
 // mappedFile is a segment file mapped into memory: the segment Reader reads
-// it through Bytes (guarding against faults itself), and Close unmaps it
-// and closes the file. ReadAt is there for io.ReaderAt; the Reader does not
-// call it.
+// its data blocks through Bytes (guarding against faults itself), and what
+// it reads once at open through ReadAt, which reads the file (see
+// segment.Mapped). Close unmaps it and closes the file.
 type mappedFile struct {
 	data  []byte
 	unmap func() error
@@ -118,15 +117,6 @@ type mappedFile struct {
 
 func (m *mappedFile) Bytes() []byte { return m.data }
 
-func (m *mappedFile) ReadAt(b []byte, off int64) (int, error) {
-	if off < 0 || off >= int64(len(m.data)) {
-		return 0, io.EOF
-	}
-	n := copy(b, m.data[off:])
-	if n < len(b) {
-		return n, io.EOF
-	}
-	return n, nil
-}
+func (m *mappedFile) ReadAt(b []byte, off int64) (int, error) { return m.f.ReadAt(b, off) }
 
 func (m *mappedFile) Close() error { return errors.Join(m.unmap(), m.f.Close()) }

@@ -54,4 +54,9 @@ func TestMappedSegmentCutShort(t *testing.T) {
 	if err := r.Get(hs[0], &rec); err != nil {
 		t.Fatalf("read of the first record, still in the file: %v", err)
 	}
+	// The index block, which the Reader reads with a read call rather than
+	// from the mapping, is gone too.
+	if _, err := r.Index(); !errors.Is(err, segment.ErrCorrupt) {
+		t.Fatalf("Index of the cut file: %v, want ErrCorrupt", err)
+	}
 }

@@ -14,6 +14,8 @@ type Index struct {
 	ids      idTable
 	slots    slotPages
 	nslots   uint32          // slots ever allocated; the next fresh slot number
+	reserved uint32          // slots a bulk load expects to fill (Reserve)
+	warmed   uint64          // what Warm loads goes here, so that it is loaded
 	free     []uint32        // released slots, reused before fresh ones
 	used     *roaring.Bitmap // slots holding an id
 	expired  *roaring.Bitmap // used slots whose item is marked expired
@@ -23,6 +25,10 @@ type Index struct {
 	live      int64 // items in use and not marked expired
 	liveBytes int64 // their record sizes
 	files     map[uint32]*Usage
+	// The file account changed last and its Usage in files (nil: none):
+	// writes, loads and compactions account runs of records of one file.
+	lastFile  uint32
+	lastUsage *Usage
 }
 
 // Usage is the live share of one file (segment or memtable generation):
@@ -44,8 +50,15 @@ func New(expireAt ExpireFunc) *Index {
 	}
 }
 
-// Reserve makes room for n more ids, ahead of a bulk load.
-func (x *Index) Reserve(n int) { x.ids.reserve(n) }
+// Reserve makes room for n more ids, ahead of a bulk load: the id table
+// is sized for them in one step, and their slots are allocated a few large
+// slabs at a time rather than page by page. A later Reserve replaces the
+// reservation: Reserve(0) ends it, so that slots are allocated page by
+// page again.
+func (x *Index) Reserve(n int) {
+	x.ids.reserve(n)
+	x.reserved = uint32(min(int64(x.nslots)+int64(n), 1<<32-1))
+}
 
 // ExpiresAt is the expiry instant of a slot's item, or Never.
 func (x *Index) ExpiresAt(s *Slot) int64 { return x.expireAt(s.TS, s.TTL) }
@@ -79,30 +92,93 @@ func (x *Index) Lookup(id string, now int64) (Slot, bool) {
 // or expired). It returns the new version's expiry instant and whether an
 // earlier version was in the index.
 func (x *Index) Put(s Slot) (expire int64, replaced bool) {
-	n, pos, ok := x.ids.find(s.ID, x.slots)
-	if ok {
-		x.unlink(n)
-		s.ID = x.slots.at(n).ID // keep the one copy of the id string
-		*x.slots.at(n) = s
-	} else {
-		n = x.alloc()
-		x.slots = x.slots.grow(n)
-		*x.slots.at(n) = s
-		x.ids.insert(s.ID, n, pos)
-	}
-	return x.link(n), ok
+	p, _, _ := x.Seek(s.ID)
+	return x.PutAt(p, s)
 }
 
 // Delete removes the item id entirely, live or expired. It reports whether
 // the id was in use.
 func (x *Index) Delete(id string) bool {
-	n, pos, ok := x.ids.find(id, x.slots)
-	if !ok {
+	p, _, _ := x.Seek(id)
+	return x.DeleteAt(p)
+}
+
+// Probe is where Seek found an id in the index, or where it would go. It
+// is valid until the index next changes.
+type Probe struct {
+	slot  uint32
+	pos   int
+	fp    uint32
+	found bool
+}
+
+// Seek looks up id for an update decided by the id's current version: it
+// returns the seq of that version (live or expired) and whether there is
+// one, and the Probe that PutAt or DeleteAt take, so that a bulk load
+// finds each id once rather than twice (Get, then Put). The index must not
+// change between Seek and the call its Probe is given to.
+func (x *Index) Seek(id string) (p Probe, seq uint64, ok bool) {
+	return x.SeekHashed(id, x.Hash(id))
+}
+
+// IDHash is the hash of an id in one Index, the first thing a lookup
+// computes (Hash).
+type IDHash uint32
+
+// Hash returns id's hash in x. Unlike every other method it may be called
+// concurrently with anything, so that a bulk load can hash ids on other
+// goroutines for SeekHashed and Warm.
+func (x *Index) Hash(id string) IDHash { return IDHash(x.ids.fingerprint(id)) }
+
+// SeekHashed is Seek of id, whose hash is h.
+func (x *Index) SeekHashed(id string, h IDHash) (p Probe, seq uint64, ok bool) {
+	n, pos, ok := x.ids.findHashed(id, uint32(h), x.slots)
+	if ok {
+		seq = x.slots.at(n).Seq
+	}
+	return Probe{slot: n, pos: pos, fp: uint32(h), found: ok}, seq, ok
+}
+
+// Warm starts loading into the CPU cache the places in the id table of
+// the ids whose hashes are hs, for Seeks of them a little later. One Seek
+// after another, each waits for its own cache miss in a table too large
+// for the cache; a bulk load that warms a batch of ids before it seeks the
+// one before has those misses overlap. It changes nothing in the index.
+func (x *Index) Warm(hs []IDHash) {
+	e := x.ids.entries
+	mask := len(e) - 1
+	var sum uint64
+	for _, h := range hs {
+		sum ^= e[int(h)&mask]
+	}
+	x.warmed ^= sum // so that the loads are not dropped
+}
+
+// PutAt is Put of s where Seek(s.ID) returned p.
+func (x *Index) PutAt(p Probe, s Slot) (expire int64, replaced bool) {
+	n := p.slot
+	if p.found {
+		x.unlink(n)
+		s.ID = x.slots.at(n).ID // keep the one copy of the id string
+		*x.slots.at(n) = s
+	} else {
+		n = x.alloc()
+		x.slots = x.slots.grow(n, x.reserved)
+		*x.slots.at(n) = s
+		x.ids.insert(p.fp, n, p.pos)
+	}
+	return x.link(n), p.found
+}
+
+// DeleteAt is Delete of the id Seek returned p for; it reports whether the
+// id was in use.
+func (x *Index) DeleteAt(p Probe) bool {
+	if !p.found {
 		return false
 	}
-	x.unlink(n)
-	x.ids.remove(pos)
-	x.release(n)
+	x.unlink(p.slot)
+	x.ids.remove(p.pos)
+	x.release(p.slot)
 	return true
 }
 
@@ -303,15 +379,19 @@ func (x *Index) unlink(n uint32) {
 func (x *Index) account(s *Slot, sign int64) {
 	x.live += sign
 	x.liveBytes += sign * int64(s.Size)
-	u := x.files[s.Loc.File]
-	if u == nil {
-		u = &Usage{}
-		x.files[s.Loc.File] = u
+	u := x.lastUsage
+	if u == nil || x.lastFile != s.Loc.File {
+		if u = x.files[s.Loc.File]; u == nil {
+			u = &Usage{}
+			x.files[s.Loc.File] = u
+		}
+		x.lastFile, x.lastUsage = s.Loc.File, u
 	}
 	u.Records += sign
 	u.Bytes += sign * int64(s.Size)
 	if u.Records == 0 {
 		delete(x.files, s.Loc.File)
+		x.lastUsage = nil
 	}
 }
 

@@ -1,6 +1,10 @@
 package index
 
-import "math"
+import (
+	"math"
+
+	"github.com/ebbdb/ebb/internal/hugemem"
+)
 
 // Never is the expiry instant of an item that does not expire.
 const Never int64 = math.MaxInt64
@@ -44,14 +48,34 @@ const slotPageBits = 12
 
 type slotPages [][]Slot
 
+// maxSlabPages bounds how many pages grow allocates at once: 64 pages of
+// 4096 slots are about 14 MiB.
+const maxSlabPages = 64
+
 func (p slotPages) at(n uint32) *Slot {
 	return &p[n>>slotPageBits][n&(1<<slotPageBits-1)]
 }
 
-// grow makes room for slot n and returns the pages.
-func (p slotPages) grow(n uint32) slotPages {
+// grow makes room for slot n and returns the pages. want is how many slots
+// a bulk load expects to fill (Index.Reserve), or 0: pages below it are
+// allocated several at a time, as one slab, which the bulk load fills
+// front to back, in huge pages (hugemem). A slab is a quarter of the pages
+// still wanted, or as many pages as are held already if that is more, up
+// to maxSlabPages: a reservation larger than what the load fills (it counts
+// superseded versions too) costs at most a quarter of itself, or as many
+// empty pages as there are full ones, and nothing once it is exact.
+func (p slotPages) grow(n, want uint32) slotPages {
+	const size = 1 << slotPageBits
 	for int(n>>slotPageBits) >= len(p) {
-		p = append(p, make([]Slot, 1<<slotPageBits))
+		k := 1
+		if need := (int(want)+size-1)/size - len(p); need > 1 {
+			k = min(need, max(len(p), need/4, 1), maxSlabPages)
+		}
+		slab := make([]Slot, k*size)
+		hugemem.Advise(slab)
+		for i := range k {
+			p = append(p, slab[i*size:(i+1)*size:(i+1)*size])
+		}
 	}
 	return p
 }

@@ -1,6 +1,10 @@
 package index
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+
+	"github.com/ebbdb/ebb/internal/hugemem"
+)
 
 // idTable maps item ids to slots: an open-addressing hash table of 8-byte
 // entries that holds no strings of its own. Each entry is a 32-bit hash
@@ -23,11 +27,24 @@ type idTable struct {
 const minTableSize = 16
 
 func newIDTable(capacity int) idTable {
-	size := minTableSize
-	for size*3 < capacity*4 {
+	return idTable{entries: newEntries(tableSize(minTableSize, capacity)), seed: maphash.MakeSeed()}
+}
+
+// tableSize is the size, from size on, that holds n entries within the
+// load limit of 3/4.
+func tableSize(size, n int) int {
+	for size*3 < n*4 {
 		size *= 2
 	}
-	return idTable{entries: make([]uint64, size), seed: maphash.MakeSeed()}
+	return size
+}
+
+// newEntries allocates a table of size entries. A large one is filled in
+// no order, so every page of it is touched at once: it asks for huge pages.
+func newEntries(size int) []uint64 {
+	e := make([]uint64, size)
+	hugemem.Advise(e)
+	return e
 }
 
 func (t *idTable) fingerprint(id string) uint32 {
@@ -36,7 +53,11 @@ func (t *idTable) fingerprint(id string) uint32 {
 
 // find returns the slot of id and its position in entries.
 func (t *idTable) find(id string, slots slotPages) (slot uint32, pos int, ok bool) {
-	fp := t.fingerprint(id)
+	return t.findHashed(id, t.fingerprint(id), slots)
+}
+
+// findHashed is find of id, whose fingerprint is fp.
+func (t *idTable) findHashed(id string, fp uint32, slots slotPages) (slot uint32, pos int, ok bool) {
 	mask := len(t.entries) - 1
 	for i := int(fp) & mask; ; i = (i + 1) & mask {
 		e := t.entries[i]
@@ -52,9 +73,10 @@ func (t *idTable) find(id string, slots slotPages) (slot uint32, pos int, ok boo
 	}
 }
 
-// insert adds id → slot at pos, the empty position find returned for id.
-func (t *idTable) insert(id string, slot uint32, pos int) {
-	t.entries[pos] = uint64(t.fingerprint(id))<<32 | uint64(slot+1)
+// insert adds the id of fingerprint fp → slot at pos, the empty position
+// find returned for the id.
+func (t *idTable) insert(fp uint32, slot uint32, pos int) {
+	t.entries[pos] = uint64(fp)<<32 | uint64(slot+1)
 	t.n++
 	if t.n*4 > len(t.entries)*3 {
 		t.grow()
@@ -80,9 +102,13 @@ func (t *idTable) remove(pos int) {
 	}
 }
 
-func (t *idTable) grow() {
+func (t *idTable) grow() { t.resize(len(t.entries) * 2) }
+
+// resize moves the entries to a table of size entries, a power of two
+// larger than the current one.
+func (t *idTable) resize(size int) {
 	old := t.entries
-	t.entries = make([]uint64, len(old)*2)
+	t.entries = newEntries(size)
 	mask := len(t.entries) - 1
 	for _, e := range old {
 		if e == 0 {
@@ -96,10 +122,10 @@ func (t *idTable) grow() {
 	}
 }
 
-// reserve grows the table ahead of n more inserts.
+// reserve grows the table ahead of n more inserts, in one step.
 func (t *idTable) reserve(n int) {
-	for (t.n+n)*4 > len(t.entries)*3 {
-		t.grow()
+	if size := tableSize(len(t.entries), t.n+n); size > len(t.entries) {
+		t.resize(size)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // IndexEntry is what Open-time recovery needs about one record, without
@@ -72,12 +73,17 @@ func (e *entryError) Error() string { return e.what + ": " + ErrCorrupt.Error() 
 func (e *entryError) Unwrap() error { return ErrCorrupt }
 
 // decodeIndex decodes the uncompressed index block b of a segment whose
-// footer holds s, checking that the entries agree with s.
-func decodeIndex(b []byte, s *Stats) ([]IndexEntry, error) {
+// footer holds s, checking that the entries agree with s, and appends them
+// to dst. The entries' ids are substrings of one string, held in arena (or
+// allocated, when arena is nil); bb lends the buffers that gather them.
+func decodeIndex(dst []IndexEntry, b []byte, s *Stats, bb *blockBuf, arena *IDArena) ([]IndexEntry, error) {
 	if s.Records > int64(len(b)/minIndexEntry) {
 		return nil, fmt.Errorf("%d entries cannot fit %d bytes: %w", s.Records, len(b), ErrCorrupt)
 	}
-	entries := make([]IndexEntry, s.Records)
+	all := slices.Grow(dst, int(s.Records))[:len(dst)+int(s.Records)]
+	entries := all[len(dst):]
+	ids, ends := bb.ids[:0], bb.idEnds[:0]
+	defer func() { bb.ids, bb.idEnds = ids[:0], ends[:0] }()
 	var (
 		i        int
 		blk      int64 = -1
@@ -131,7 +137,8 @@ func decodeIndex(b []byte, s *Stats) ([]IndexEntry, error) {
 		if !ok || idLen > uint64(len(b)-i) {
 			return bad(n, "bad id length")
 		}
-		e.ID = string(b[i : i+int(idLen)])
+		ids = append(ids, b[i:i+int(idLen)]...)
+		ends = append(ends, uint32(len(ids)))
 		i += int(idLen)
 		size, ok := uvarint()
 		if !ok || size < minRecordSize || size > MaxBlockSize {
@@ -160,5 +167,16 @@ func decodeIndex(b []byte, s *Stats) ([]IndexEntry, error) {
 	case raw != s.RawBytes:
 		return nil, fmt.Errorf("entries sum to %d raw bytes, footer says %d: %w", raw, s.RawBytes, ErrCorrupt)
 	}
-	return entries, nil
+	var str string
+	if arena != nil {
+		str = arena.strings(ids, len(entries))
+	} else {
+		str = string(ids)
+	}
+	var from uint32
+	for n, end := range ends {
+		entries[n].ID = str[from:end]
+		from = end
+	}
+	return all, nil
 }

@@ -45,27 +45,42 @@ func AppendPayload(dst, plain []byte) []byte {
 	return append(dst, plain...)
 }
 
+// PayloadSize returns the length of the plain records of a stored payload
+// and whether it is compressed (DecodePayload then needs a buffer of that
+// size), reading only the compressed form's length header. A compressed
+// payload whose header does not decode, or claims more than MaxPayloadSize
+// or nothing, is an error wrapping ErrCorrupt.
+func PayloadSize(payload []byte) (plain int, compressed bool, err error) {
+	if len(payload) == 0 || payload[0] != payloadCompressed {
+		return len(payload), false, nil
+	}
+	n, err := s2.DecodedLen(payload[1:])
+	switch {
+	case err != nil:
+		return 0, true, corruptf("compressed payload: %v", err)
+	case n > MaxPayloadSize:
+		return 0, true, corruptf("compressed payload claims %s plain bytes, more than the limit %s",
+			strconv.Itoa(n), strconv.Itoa(MaxPayloadSize))
+	case n == 0:
+		return 0, true, corruptf("compressed payload holds no records")
+	}
+	return n, true, nil
+}
+
 // DecodePayload returns the plain records of a stored payload: payload
 // itself when it is stored plain, or its decompressed form in buf (grown if
 // it is too small). A compressed payload that does not decode, or whose
 // plain form would exceed MaxPayloadSize, is an error wrapping ErrCorrupt.
 func DecodePayload(payload, buf []byte) ([]byte, error) {
-	if len(payload) == 0 || payload[0] != payloadCompressed {
-		return payload, nil
-	}
-	block := payload[1:]
-	n, err := s2.DecodedLen(block)
+	n, compressed, err := PayloadSize(payload)
 	switch {
 	case err != nil:
-		return nil, corruptf("compressed payload: %v", err)
-	case n > MaxPayloadSize:
-		return nil, corruptf("compressed payload claims %s plain bytes, more than the limit %s",
-			strconv.Itoa(n), strconv.Itoa(MaxPayloadSize))
-	case n == 0:
-		return nil, corruptf("compressed payload holds no records")
+		return nil, err
+	case !compressed:
+		return payload, nil
 	}
 	buf = grow(buf, n)
-	plain, err := s2.Decode(buf, block)
+	plain, err := s2.Decode(buf, payload[1:])
 	if err != nil || len(plain) != n {
 		return nil, corruptf("compressed payload does not decompress: %v", err)
 	}

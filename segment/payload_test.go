@@ -38,6 +38,15 @@ func TestPayloadRoundTrip(t *testing.T) {
 			t.Fatalf("%d records: round trip changed the records", n)
 		}
 		compressed := len(stored) > 0 && stored[0] == payloadCompressed
+		if size, comp, err := PayloadSize(stored); err != nil || size != len(plain) || comp != compressed {
+			t.Fatalf("%d records: PayloadSize = %d, %v, %v; want %d, %v, nil", n, size, comp, err, len(plain), compressed)
+		}
+		if compressed { // decodes into a buffer of exactly PayloadSize
+			room := make([]byte, 0, len(plain))
+			if got, err := DecodePayload(stored, room); err != nil || &got[0] != &room[:1][0] {
+				t.Fatalf("%d records: DecodePayload did not decode into a buffer of the plain size (%v)", n, err)
+			}
+		}
 		if len(plain) >= 4*minCompressPayload && !compressed {
 			t.Errorf("%d records (%d bytes) stored plain; they compress", n, len(plain))
 		}
@@ -72,7 +81,8 @@ func TestPayloadIncompressible(t *testing.T) {
 }
 
 // TestPayloadDamage: a compressed payload cut short, or whose length header
-// claims more than MaxPayloadSize, is ErrCorrupt, never a panic.
+// claims more than MaxPayloadSize, is ErrCorrupt, never a panic; PayloadSize
+// says so already of those whose header is wrong.
 func TestPayloadDamage(t *testing.T) {
 	stored := AppendPayload(nil, payloadOf(50))
 	if stored[0] != payloadCompressed {
@@ -86,6 +96,11 @@ func TestPayloadDamage(t *testing.T) {
 	} {
 		if _, err := DecodePayload(bad, nil); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("DecodePayload(% x...) = %v, want ErrCorrupt", bad[:min(len(bad), 8)], err)
+		}
+	}
+	for _, bad := range [][]byte{stored[:1], {payloadCompressed, 0}, {payloadCompressed, 0xff, 0xff, 0xff, 0xff, 0x7f}} {
+		if _, _, err := PayloadSize(bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("PayloadSize(% x) = %v, want ErrCorrupt", bad, err)
 		}
 	}
 }

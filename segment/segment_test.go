@@ -131,6 +131,23 @@ func checkSegment(t *testing.T, path string, recs []Record, hs []Handle, st Stat
 		if len(idx) != len(recs) {
 			t.Fatalf("%d index entries, want %d", len(idx), len(recs))
 		}
+		// AppendIndex keeps what dst holds and adds the same entries, over
+		// stale ones in dst's spare capacity too.
+		stale := []IndexEntry{{ID: "kept", Seq: 1}}
+		stale = append(stale, make([]IndexEntry, len(recs)+1)...)
+		for i := range stale[1:] {
+			stale[1+i] = IndexEntry{Op: OpDelete, Seq: 99, TS: 99, TTL: 99, ID: "stale", Handle: Handle{99, 99}, Size: 99}
+		}
+		app, err := r.AppendIndex(stale[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(app) != 1+len(recs) || app[0].ID != "kept" || !reflect.DeepEqual(app[1:], idx) && len(recs) > 0 {
+			t.Fatalf("AppendIndex = %d entries (first %+v), want the kept one and Index's %d", len(app), app[0], len(idx))
+		}
+		if in, err := r.AppendIndexIn(nil, NewIDArena(int64(len(recs)))); err != nil || !reflect.DeepEqual(in, idx) {
+			t.Fatalf("AppendIndexIn with an arena = %v, %v; want Index's entries", len(in), err)
+		}
 		var kept []RecordAt
 		for at, err := range r.Records() {
 			if err != nil {
