@@ -19,6 +19,10 @@ type buckets struct {
 	coarseKeys keyHeap
 	fine       map[int64]*roaring.Bitmap
 	fineKeys   keyHeap
+	// The coarse bucket added to last, and its key: items written or
+	// loaded together mostly expire in the same 64 s window.
+	lastCoarse    *roaring.Bitmap
+	lastCoarseKey int64
 	// splitThrough is the highest coarse key already split into fine
 	// buckets; expiries at or below its window go straight to fine buckets.
 	splitThrough int64
@@ -37,7 +41,11 @@ func (b *buckets) add(slot uint32, expire int64) {
 		return
 	}
 	if k := expire >> coarseBits; k > b.splitThrough {
-		addTo(b.coarse, &b.coarseKeys, k, slot)
+		if b.lastCoarse == nil || b.lastCoarseKey != k {
+			b.lastCoarse, b.lastCoarseKey = addTo(b.coarse, &b.coarseKeys, k, slot), k
+			return
+		}
+		b.lastCoarse.Add(slot)
 		return
 	}
 	addTo(b.fine, &b.fineKeys, expire, slot)
@@ -102,6 +110,9 @@ func (b *buckets) takeDue(now int64, limit int, expireOf func(uint32) int64, fn 
 		}
 		heap.Pop(&b.coarseKeys)
 		delete(b.coarse, k)
+		if b.lastCoarseKey == k {
+			b.lastCoarse = nil
+		}
 	}
 	for len(b.fineKeys) > 0 && b.fineKeys[0] <= now {
 		e := b.fineKeys[0]
@@ -132,7 +143,9 @@ func drain(bm *roaring.Bitmap, spend func() bool, fn func(uint32)) bool {
 // reset empties every bucket, for a policy change that refiles them all.
 func (b *buckets) reset() { *b = newBuckets() }
 
-func addTo(m map[int64]*roaring.Bitmap, keys *keyHeap, k int64, slot uint32) {
+// addTo adds slot to the bucket k of m, creating it if need be, and
+// returns the bucket.
+func addTo(m map[int64]*roaring.Bitmap, keys *keyHeap, k int64, slot uint32) *roaring.Bitmap {
 	bm := m[k]
 	if bm == nil {
 		bm = roaring.New()
@@ -140,6 +153,7 @@ func addTo(m map[int64]*roaring.Bitmap, keys *keyHeap, k int64, slot uint32) {
 		heap.Push(keys, k)
 	}
 	bm.Add(slot)
+	return bm
 }
 
 // keyHeap is a min-heap of bucket keys.
