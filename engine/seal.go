@@ -427,13 +427,7 @@ func (db *DB) createSegment(num, container uint32, cold bool) (*segment.Writer, 
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
-	opts := db.writerOptions(container, cold)
-	if !cold {
-		// A seal's records are the newest: keep its blocks warm for the
-		// reads that tend to follow a write.
-		opts.Cache, opts.FileNum = db.cache, uint64(num)
-	}
-	return segment.NewWriter(f, path, opts, func() error { return db.fs.Remove(path) })
+	return segment.NewWriter(f, path, db.writerOptions(container, cold), func() error { return db.fs.Remove(path) })
 }
 
 // openSegment opens segment file num for reading.

@@ -3,7 +3,6 @@ package segment
 import (
 	"bytes"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"sync"
 	"testing"
@@ -116,59 +115,5 @@ func TestCacheSharedReaders(t *testing.T) {
 	}
 	if cache.Len() == 0 {
 		t.Error("nothing cached")
-	}
-}
-
-// TestWriterFillsCache: a Writer given a Cache leaves every data block of
-// its file there, so that a Reader of the file with the same Cache and
-// FileNum reads each record without reading a block from the file (shown by
-// damaging every block on disk after writing); an aborted Writer leaves
-// none.
-func TestWriterFillsCache(t *testing.T) {
-	for _, comp := range compressions {
-		rng := rand.New(rand.NewPCG(7, uint64(comp)))
-		recs := genRecords(rng, 500, 3)
-		cache := NewCache(64 << 20)
-		opts := WriterOptions{BlockSize: 4 << 10, Compression: comp, Container: 3, Cache: cache, FileNum: 42}
-		path, hs, st := writeSegment(t, t.TempDir(), recs, opts)
-		if st.Blocks < 2 || int64(cache.Len()) != st.Blocks {
-			t.Fatalf("%v: %d blocks written, %d cached", comp, st.Blocks, cache.Len())
-		}
-		r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 42})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Damage every data block: only the cache can answer now.
-		data, _ := os.ReadFile(path)
-		for b := range st.Blocks {
-			data[r.offs[b]+blockHeaderSize] ^= 0xff
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for i, h := range hs {
-			var got Record
-			if err := r.Get(h, &got); err != nil {
-				t.Fatalf("%v: record %d: %v", comp, i, err)
-			}
-			if got.ID != recs[i].ID || got.Seq != recs[i].Seq || !bytes.Equal(got.Body, recs[i].Body) {
-				t.Fatalf("%v: record %d: got %q seq %d, want %q seq %d", comp, i, got.ID, got.Seq, recs[i].ID, recs[i].Seq)
-			}
-		}
-		r.Close()
-
-		w, err := Create(path+".aborted", WriterOptions{BlockSize: 4 << 10, Compression: comp, Cache: cache, FileNum: 43, Container: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range recs {
-			if _, err := w.Add(&recs[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		w.Abort()
-		if n := cache.Len(); n != 0 {
-			t.Fatalf("%v: %d blocks cached after the reader closed and the other writer aborted", comp, n)
-		}
 	}
 }

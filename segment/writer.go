@@ -1,7 +1,6 @@
 package segment
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -39,13 +38,6 @@ type WriterOptions struct {
 	// many short flushes instead of one long one, so that the fsyncs of
 	// other files (a journal's) never wait long behind this one.
 	SyncEvery int64
-	// Cache, when set, receives a copy of each data block as it is
-	// written, under FileNum, just as a Reader with the same Cache and
-	// FileNum would cache it on its first read: a file read soon after it
-	// is written (a sealed memtable's) reads warm. FileNum must not name
-	// any other file, now or later.
-	Cache   *Cache
-	FileNum uint64
 }
 
 // DefaultBlockSize is the block size used when WriterOptions.BlockSize is 0.
@@ -251,9 +243,6 @@ func (w *Writer) Abort() error {
 		w.err = errWriterClosed
 	}
 	w.f.Close() // may already be closed by a failed Finish
-	if w.opts.Cache != nil && w.stats.Blocks > 0 {
-		w.opts.Cache.EvictFile(w.opts.FileNum)
-	}
 	if w.discard == nil {
 		return nil
 	}
@@ -269,9 +258,6 @@ func (w *Writer) flush() error {
 		return w.err
 	}
 	w.out = appendBlock(w.out[:0], w.block, w.opts.Compression, kindData)
-	if w.opts.Cache != nil {
-		w.opts.Cache.add(cacheKey{w.opts.FileNum, uint32(w.stats.Blocks)}, bytes.Clone(w.block))
-	}
 	w.write(w.out)
 	w.table = binary.LittleEndian.AppendUint32(w.table, uint32(len(w.out)))
 	w.stats.Blocks++
