@@ -72,8 +72,8 @@ func TestCreateHoldsCommitQueueForOneEdit(t *testing.T) {
 type manCountFS struct {
 	vfs.FS
 	inQueue atomic.Pointer[func() bool] // whether the commit queue has a leader
-	mu   sync.Mutex
-	c    manCounts
+	mu      sync.Mutex
+	c       manCounts
 }
 
 type manCounts struct {

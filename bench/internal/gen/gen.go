@@ -138,12 +138,15 @@ func (g *Generator) Doc(key string, ttl int32, n uint64) []byte {
 		d = strconv.AppendInt(d, int64(ttl), 10)
 		d = append(d, ',')
 	}
+	return b.finish(d, g.size)
+}
+
+// finish appends b's fields and as much of its notes as makes the document
+// d size bytes (larger only when its head already is), and closes it.
+func (b *body) finish(d []byte, size int) []byte {
 	d = append(d, b.fields...)
 	d = append(d, `"notes":"`...)
-	pad := g.size - len(d) - len(`"}`)
-	if pad < 0 {
-		pad = 0 // a huge key: the document is larger than Size
-	}
+	pad := max(size-len(d)-len(`"}`), 0)
 	notes := b.notes[:pad]
 	// Never end the text on a space: trim it into a dot.
 	if pad > 0 && notes[pad-1] == ' ' {

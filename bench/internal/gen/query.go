@@ -97,16 +97,5 @@ func (g *QueryDocs) Doc(f QueryFields) []byte {
 	d = append(d, `,"cat":`...)
 	d = strconv.AppendQuote(d, f.Cat)
 	d = append(d, ',')
-	d = append(d, b.fields...)
-	d = append(d, `"notes":"`...)
-	pad := max(g.size-len(d)-len(`"}`), 0)
-	notes := b.notes[:pad]
-	// Never end the text on a space: trim it into a dot.
-	if pad > 0 && notes[pad-1] == ' ' {
-		d = append(d, notes[:pad-1]...)
-		d = append(d, '.')
-	} else {
-		d = append(d, notes...)
-	}
-	return append(d, `"}`...)
+	return b.finish(d, g.size)
 }
