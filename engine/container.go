@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -180,6 +181,15 @@ func (c *Container) fetch(id string, now int64, rec *segment.Record) error {
 // fetchAt is fetch that also returns the item's expiry instant as the
 // policy in force when it was read sets it (policy.Never: none).
 func (c *Container) fetchAt(id string, now int64, rec *segment.Record) (expires int64, err error) {
+	return c.fetchHinted(id, noSlotHint, now, rec)
+}
+
+// noSlotHint is the slot hint of a read that knows none.
+const noSlotHint = math.MaxUint32
+
+// fetchHinted is fetchAt given the slot number id was collected at by a
+// query (index.LookupHinted), or noSlotHint.
+func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.Record) (expires int64, err error) {
 	if err := c.db.usable(); err != nil {
 		return 0, err
 	}
@@ -188,7 +198,7 @@ func (c *Container) fetchAt(id string, now int64, rec *segment.Record) (expires 
 		c.mu.RUnlock()
 		return 0, c.notFound()
 	}
-	s, ok := c.idx.Lookup(id, now)
+	s, ok := c.idx.LookupHinted(id, hint, now)
 	if !ok {
 		expired := c.expiredAtLocked(id, now)
 		c.mu.RUnlock()

@@ -153,7 +153,7 @@ func (c *Container) planLocked(q *query.Bound) (*query.Plan, string) {
 // candidates are the slots a query reads, taken under the lock.
 type candidates struct {
 	plan  *query.Plan
-	slots []index.Slot // in id order; or, for an index walk, in ORDER BY order
+	slots []cand // in id order; or, for an index walk, in ORDER BY order
 	// keys, for an index walk, holds the index key each slot was walked by
 	// (query.Key of its ORDER BY value when collected).
 	keys  []string
@@ -162,7 +162,7 @@ type candidates struct {
 	// the candidates without a scalar at the ORDER BY path (undefined,
 	// arrays, objects), in id order, for the caller to place.
 	walked bool
-	rest   []index.Slot
+	rest   []cand
 	// counted: an exact COUNT answered from the index alone.
 	counted bool
 	count   int64
@@ -170,6 +170,17 @@ type candidates struct {
 	// if some are gone when read, the query runs again without the stop.
 	partial bool
 }
+
+// cand is one candidate of a query: a slot live when collected, and its
+// slot number, where the read looks for the item first
+// (index.LookupHinted).
+type cand struct {
+	index.Slot
+	n uint32
+}
+
+// byID orders candidates by id.
+func byID(a, b cand) int { return cmp.Compare(a.ID, b.ID) }
 
 // walkSlack is how many slots beyond the window a stopped walk takes, so
 // that a few items deleted or expired meanwhile need no second walk.
@@ -224,7 +235,7 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, now int64, mayS
 		return out, ctx.Err()
 	}
 	var err error
-	out.slots, err = c.liveSlotsLocked(ctx, bm, now, make([]index.Slot, 0, bm.GetCardinality()))
+	out.slots, err = c.liveSlotsLocked(ctx, bm, now, make([]cand, 0, bm.GetCardinality()))
 	return out, err
 }
 
@@ -284,7 +295,7 @@ const ctxCheckEvery = 4096
 
 // liveSlotsLocked appends the slots of bm live at now to dst, in id order
 // among themselves, or returns ctx's error once ctx ends; c.mu is held.
-func (c *Container) liveSlotsLocked(ctx context.Context, bm *roaring.Bitmap, now int64, dst []index.Slot) ([]index.Slot, error) {
+func (c *Container) liveSlotsLocked(ctx context.Context, bm *roaring.Bitmap, now int64, dst []cand) ([]cand, error) {
 	start := len(dst)
 	it := bm.Iterator()
 	for i := 0; it.HasNext(); i++ {
@@ -293,11 +304,12 @@ func (c *Container) liveSlotsLocked(ctx context.Context, bm *roaring.Bitmap, now
 				return dst, err
 			}
 		}
-		if s, ok := c.idx.SlotAt(it.Next(), now); ok { // the inline expiry check
-			dst = append(dst, s)
+		n := it.Next()
+		if s, ok := c.idx.SlotAt(n, now); ok { // the inline expiry check
+			dst = append(dst, cand{s, n})
 		}
 	}
-	slices.SortFunc(dst[start:], func(a, b index.Slot) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(dst[start:], byID)
 	return dst, nil
 }
 
@@ -310,18 +322,18 @@ const walkFewSlots = 64
 // and live at now to dst, in id order among themselves, without building a
 // bitmap: for the keys of an ORDER BY walk, most of which hold a slot or
 // two. c.mu is held.
-func (c *Container) liveSlotsAmongLocked(few, bm *roaring.Bitmap, now int64, dst []index.Slot) []index.Slot {
+func (c *Container) liveSlotsAmongLocked(few, bm *roaring.Bitmap, now int64, dst []cand) []cand {
 	start := len(dst)
 	few.Iterate(func(n uint32) bool {
 		if bm == nil || bm.Contains(n) {
 			if s, ok := c.idx.SlotAt(n, now); ok { // the inline expiry check
-				dst = append(dst, s)
+				dst = append(dst, cand{s, n})
 			}
 		}
 		return true
 	})
 	if len(dst)-start > 1 {
-		slices.SortFunc(dst[start:], func(a, b index.Slot) int { return cmp.Compare(a.ID, b.ID) })
+		slices.SortFunc(dst[start:], byID)
 	}
 	return dst
 }

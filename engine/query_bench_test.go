@@ -122,6 +122,7 @@ func BenchmarkQueryHalfExpired(b *testing.B) {
 		{"range-1%", `SELECT * FROM c WHERE c.u >= 1000 AND c.u < 2000`},
 		{"top10-orderby", `SELECT TOP 10 * FROM c ORDER BY c.u DESC`},
 		{"count-10%", `SELECT VALUE COUNT(1) FROM c WHERE c.k10 = 4`},
+		{"all-10%", `SELECT * FROM c WHERE c.k10 = 4`},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			rows := 0

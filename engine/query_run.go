@@ -79,9 +79,9 @@ type doc struct {
 // With trusted, the candidates are known to match as they were collected
 // and only the whole document is wanted: an item still at the version
 // collected is not decoded at all (doc.raw).
-func (c *Container) fetchMatch(q *query.Bound, s *index.Slot, d *doc, trusted bool) (bool, error) {
+func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool) (bool, error) {
 	var err error
-	if d.expires, err = c.fetchAt(s.ID, c.db.clock.now(), &d.rec); err != nil {
+	if d.expires, err = c.fetchHinted(s.ID, s.n, c.db.clock.now(), &d.rec); err != nil {
 		if isNotFound(err) && !c.isDeleted() {
 			return false, nil
 		}
@@ -125,8 +125,10 @@ type window struct {
 }
 
 // bodySlab is the largest allocation a query renders its documents' bodies
-// into; a body over a quarter of it gets an allocation of its own.
-const bodySlab = 32 << 10
+// into; a body over a quarter of it gets an allocation of its own. It is a
+// small size class of Go's allocator: a larger one takes fresh pages from
+// the heap each time, and a page fault for each page.
+const bodySlab = 16 << 10
 
 // render is makeItem for a result of w: the body is carved from w's slab,
 // capped at its own length so that appending to it cannot reach the next,
@@ -220,28 +222,46 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 
 // matches reads slots one by one and calls fn with each item that is live
 // and matches as it is read, until fn returns false. It returns the error
-// that ended the reading (the context's, or a failed read), or nil.
-func (c *Container) matches(ctx context.Context, q *query.Bound, slots []index.Slot, trusted bool, fn func(i int, d *doc) bool) error {
+// that ended the reading (the context's, or a failed read), or nil. With
+// keep, fn may keep the docs it is given; without, each is reused for the
+// next slot once fn returns.
+func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, trusted, keep bool, fn func(i int, d *doc) bool) error {
+	var (
+		d    *doc
+		slab []doc // kept docs are carved from slabs of docSlab
+	)
 	for i := range slots {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var d doc
-		ok, err := c.fetchMatch(q, &slots[i], &d, trusted)
+		if d == nil || keep {
+			if len(slab) == 0 {
+				slab = make([]doc, 1)
+				if keep {
+					slab = make([]doc, min(len(slots)-i, docSlab))
+				}
+			}
+			d, slab = &slab[0], slab[1:]
+		}
+		*d = doc{}
+		ok, err := c.fetchMatch(q, &slots[i], d, trusted)
 		if err != nil {
 			return err
 		}
-		if ok && !fn(i, &d) {
+		if ok && !fn(i, d) {
 			return nil
 		}
 	}
 	return nil
 }
 
+// docSlab is how many docs a query that keeps them allocates at once.
+const docSlab = 32
+
 // runScan yields the matching items in id order, reading them one by one.
 func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	w := newWindow(q)
-	if err := c.matches(ctx, q, cands.slots, cands.trusted(q), func(_ int, d *doc) bool { return w.offer(q, d, yield) }); err != nil {
+	if err := c.matches(ctx, q, cands.slots, cands.trusted(q), false, func(_ int, d *doc) bool { return w.offer(q, d, yield) }); err != nil {
 		yield(Item{}, err)
 	}
 }
@@ -251,7 +271,7 @@ func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidate
 func (c *Container) runCount(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	n := cands.count
 	if !cands.counted {
-		err := c.matches(ctx, q, cands.slots, false, func(_ int, d *doc) bool {
+		err := c.matches(ctx, q, cands.slots, false, false, func(_ int, d *doc) bool {
 			if q.CountItem(d.val) {
 				n++
 			}
@@ -292,7 +312,7 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 // earlier results were consumed) is left out when its turn comes.
 func (c *Container) runSorted(ctx context.Context, q *query.Bound, cands candidates, w *window, walked bool, yield func(Item, error) bool) {
 	var all []keyedDoc
-	err := c.matches(ctx, q, cands.slots, false, func(_ int, d *doc) bool {
+	err := c.matches(ctx, q, cands.slots, false, true, func(_ int, d *doc) bool {
 		all = append(all, keyedDoc{q.OrderKey(d.val), d})
 		return true
 	})
@@ -351,7 +371,7 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 		w.seen = map[string]bool{}
 	}
 	pend := &pendingDocs{desc: desc}
-	err := c.matches(ctx, q, cands.rest, false, func(_ int, d *doc) bool {
+	err := c.matches(ctx, q, cands.rest, false, true, func(_ int, d *doc) bool {
 		pend.push(keyedDoc{q.OrderKey(d.val), d})
 		return true
 	})
@@ -368,7 +388,7 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 			}
 			p := pend.pop()
 			var d doc
-			ok, err := c.fetchMatch(q, &index.Slot{ID: p.d.rec.ID, Seq: p.d.rec.Seq}, &d, true)
+			ok, err := c.fetchMatch(q, &cand{index.Slot{ID: p.d.rec.ID, Seq: p.d.rec.Seq}, noSlotHint}, &d, true)
 			switch {
 			case err != nil:
 				return false, err
@@ -385,7 +405,7 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 		return true, nil
 	}
 	stopped := false
-	err = c.matches(ctx, q, cands.slots, cands.trusted(q), func(i int, d *doc) bool {
+	err = c.matches(ctx, q, cands.slots, cands.trusted(q), true, func(i int, d *doc) bool {
 		if d.changed {
 			pend.push(keyedDoc{q.OrderKey(d.val), d})
 			return true

@@ -88,6 +88,24 @@ func (x *Index) Lookup(id string, now int64) (Slot, bool) {
 	return *s, true
 }
 
+// LookupHinted is Lookup given hint, the slot number id was seen at before
+// (a query collects slot numbers, then reads their items): while slot hint
+// still holds id, the item is read there without hashing id and probing
+// the id table. Any hint is safe; a stale one costs the lookup.
+func (x *Index) LookupHinted(id string, hint uint32, now int64) (Slot, bool) {
+	if hint < x.nslots {
+		// A slot in use holds the id that maps to it; a free one is zeroed,
+		// and no item has the empty id.
+		if s := x.slots.at(hint); s.ID == id && id != "" {
+			if x.expireAt(s.TS, s.TTL) <= now || x.expired.Contains(hint) {
+				return Slot{}, false
+			}
+			return *s, true
+		}
+	}
+	return x.Lookup(id, now)
+}
+
 // Put makes s the newest version of s.ID, replacing any earlier one (live
 // or expired). It returns the new version's expiry instant and whether an
 // earlier version was in the index.

@@ -44,3 +44,52 @@ func TestLiveFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupHintedAgreesWithLookup checks the hinted read against Lookup
+// for every hint a query can hold: the right slot, a slot freed and reused
+// by another id, a slot whose item expired, and numbers past every slot.
+func TestLookupHintedAgreesWithLookup(t *testing.T) {
+	x := newTestIndex()
+	put(x, "a", 1, 1, Never)
+	put(x, "b", 2, 1, 50)
+	put(x, "c", 3, 1, Never)
+	slot := func(id string) uint32 {
+		n, ok := x.SlotOf(id)
+		if !ok {
+			t.Fatalf("SlotOf(%q) not found", id)
+		}
+		return n
+	}
+	na, nb, nc := slot("a"), slot("b"), slot("c")
+	x.Delete("a")
+	put(x, "d", 4, 1, Never) // takes a's freed slot
+	put(x, "a", 5, 2, Never) // a again, in a new slot
+	if slot("d") != na {
+		t.Fatalf("d did not reuse a's slot %d", na)
+	}
+	for _, tc := range []struct {
+		id   string
+		hint uint32
+		now  int64
+	}{
+		{"c", nc, 10},         // the right slot
+		{"a", na, 10},         // a's old slot, now d's
+		{"d", nb, 10},         // a slot of another live item
+		{"b", nb, 10},         // live at 10
+		{"b", nb, 50},         // expired at 50
+		{"a", 1 << 20, 10},    // past every slot
+		{"a", noHint, 10},     // no hint
+		{"zz", nc, 10},        // no such item
+		{"", nc + 100, 10},    // the empty id, never an item
+		{"b", slot("a"), 100}, // expired, hint elsewhere
+	} {
+		want, wok := x.Lookup(tc.id, tc.now)
+		got, gok := x.LookupHinted(tc.id, tc.hint, tc.now)
+		if got != want || gok != wok {
+			t.Errorf("LookupHinted(%q, %d, %d) = %+v %v, Lookup = %+v %v", tc.id, tc.hint, tc.now, got, gok, want, wok)
+		}
+	}
+}
+
+// noHint is a hint no slot number reaches.
+const noHint = 1<<32 - 1
