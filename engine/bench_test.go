@@ -389,7 +389,7 @@ func BenchmarkRead(b *testing.B) {
 			b.ReportAllocs()
 			lats := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
-			cpu := cpuTime()
+			cpu, faults := cpuTime(), minorFaults()
 			for i := 0; i < b.N; i++ {
 				id := ids[r.IntN(len(ids))]
 				start := time.Now()
@@ -405,6 +405,7 @@ func BenchmarkRead(b *testing.B) {
 			b.StopTimer()
 			reportRate(b, b.N, "reads/s")
 			reportCPU(b, cpu, b.N, "cpu-µs/read")
+			b.ReportMetric(float64(minorFaults()-faults)/float64(b.N), "faults/read")
 			reportLatency(b, lats)
 		})
 	}
