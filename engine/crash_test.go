@@ -12,7 +12,6 @@ package engine_test
 //     file and checks that Open repairs it, keeps a copy under broken/, and
 //     loses exactly the entries after the cut.
 //
-// Helpers shared with damage_test.go are prefixed ck.
 
 import (
 	"bytes"
@@ -33,6 +32,7 @@ import (
 	"github.com/ebbdb/ebb/engine"
 	"github.com/ebbdb/ebb/engine/internal/testdoc"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/policy"
 )
 
 // ---------------------------------------------------------------------------
@@ -81,40 +81,18 @@ func crashDocMap(id, w string) map[string]any {
 	return m
 }
 
-// itemState is what an item is: absent, or the version written by w at ts.
-// etag is "" when the test does not know it (a write in flight at a crash).
-type itemState struct {
-	present bool
-	w       string
-	ts      int64
-	etag    string
-}
+// itemState is what an item is: the crash loop's model (testdoc.State).
+type itemState = testdoc.State
 
-func (s itemState) String() string {
-	if !s.present {
-		return "absent"
-	}
-	e := s.etag
-	if e == "" {
-		e = "?"
-	}
-	return fmt.Sprintf("%s@%d etag %s", s.w, s.ts, e)
-}
+// crashHistory is the DefaultTTL history of the crash and damage tests'
+// containers: crashDefaultTTL, always.
+var crashHistory = policy.History{}.With(0, engine.TTL(crashDefaultTTL))
 
-// expire is the first instant at which s is invisible, in a container whose
-// DefaultTTL has always been crashDefaultTTL.
-func (s itemState) expire() int64 {
-	switch ttl := docTTL(s.w); {
-	case ttl == -1:
-		return 1<<63 - 1
-	case ttl == 0:
-		return s.ts + crashDefaultTTL
-	default:
-		return s.ts + int64(ttl)
-	}
-}
+// expireAt is the first instant at which s is invisible.
+func expireAt(s itemState) int64 { return s.ExpiresAt(crashHistory, docTTL(s.W)) }
 
-func (s itemState) visible(now int64) bool { return s.present && s.expire() > now }
+// visibleAt reports whether s is visible at now.
+func visibleAt(s itemState, now int64) bool { return s.Visible(crashHistory, docTTL(s.W), now) }
 
 // checkItem reports how it differs from version want of item id, or nil.
 func checkItem(it engine.Item, id string, want itemState) error {
@@ -125,22 +103,22 @@ func checkItem(it engine.Item, id string, want itemState) error {
 	if err := json.Unmarshal(it.Body, &got); err != nil {
 		return fmt.Errorf("body %q is not JSON: %v", it.Body, err)
 	}
-	if w, _ := got["w"].(string); w != want.w {
-		return fmt.Errorf("body is write %q, want %q (body %.200s)", w, want.w, it.Body)
+	if w, _ := got["w"].(string); w != want.W {
+		return fmt.Errorf("body is write %q, want %q (body %.200s)", w, want.W, it.Body)
 	}
 	if got["_ts"] != float64(it.TS) || got["_etag"] != it.ETag {
 		return fmt.Errorf("body _ts %v _etag %v, Item has TS %d ETag %s", got["_ts"], got["_etag"], it.TS, it.ETag)
 	}
-	if it.TS != want.ts {
-		return fmt.Errorf("_ts %d, want %d", it.TS, want.ts)
+	if it.TS != want.TS {
+		return fmt.Errorf("_ts %d, want %d", it.TS, want.TS)
 	}
-	if want.etag != "" && it.ETag != want.etag {
-		return fmt.Errorf("_etag %s, want %s", it.ETag, want.etag)
+	if want.ETag != "" && it.ETag != want.ETag {
+		return fmt.Errorf("_etag %s, want %s", it.ETag, want.ETag)
 	}
 	delete(got, "_ts")
 	delete(got, "_etag")
-	if !reflect.DeepEqual(got, crashDocMap(id, want.w)) {
-		return fmt.Errorf("body %.300s does not match the document of write %s", it.Body, want.w)
+	if !reflect.DeepEqual(got, crashDocMap(id, want.W)) {
+		return fmt.Errorf("body %.300s does not match the document of write %s", it.Body, want.W)
 	}
 	return nil
 }
@@ -162,7 +140,7 @@ func verifyContainer(t *testing.T, c *engine.Container, now int64, allowed map[s
 		switch {
 		case errors.Is(err, engine.ErrNotFound):
 			for i, s := range states {
-				if !s.visible(now) {
+				if !visibleAt(s, now) {
 					matched[id] = append(matched[id], i)
 				}
 			}
@@ -175,7 +153,7 @@ func verifyContainer(t *testing.T, c *engine.Container, now int64, allowed map[s
 			read[id] = it
 			var why []string
 			for i, s := range states {
-				if !s.visible(now) {
+				if !visibleAt(s, now) {
 					why = append(why, s.String()+": should be invisible")
 					continue
 				}
@@ -192,7 +170,7 @@ func verifyContainer(t *testing.T, c *engine.Container, now int64, allowed map[s
 			var body map[string]any
 			_ = json.Unmarshal(it.Body, &body)
 			w, _ := body["w"].(string)
-			found[id] = itemState{present: true, w: w, ts: it.TS, etag: it.ETag}
+			found[id] = itemState{Present: true, W: w, TS: it.TS, ETag: it.ETag}
 		}
 	}
 	var prev string
@@ -462,7 +440,7 @@ func TestCrashPowerLoss(t *testing.T) {
 			if w.seq >= upTo {
 				break
 			}
-			if w.st.present {
+			if w.st.Present {
 				m[w.id] = w.st
 			} else {
 				delete(m, w.id)
@@ -496,7 +474,7 @@ func TestCrashPowerLoss(t *testing.T) {
 			id := ids[rng.IntN(len(ids))]
 			w := fmt.Sprintf("p%d.%d", it, k)
 			st, live := model[id]
-			live = live && st.visible(now)
+			live = live && visibleAt(st, now)
 			var item engine.Item
 			var err error
 			del := false
@@ -508,7 +486,7 @@ func TestCrashPowerLoss(t *testing.T) {
 			case x < 5:
 				item, err = c.Upsert(ctx, crashDoc(id, w))
 			case x < 8:
-				item, err = c.Replace(ctx, crashDoc(id, w), engine.IfMatch(st.etag))
+				item, err = c.Replace(ctx, crashDoc(id, w), engine.IfMatch(st.ETag))
 			default:
 				err, del = c.Delete(ctx, id), true
 			}
@@ -517,7 +495,7 @@ func TestCrashPowerLoss(t *testing.T) {
 			}
 			wr := ackedWrite{seq: next, id: id}
 			if !del {
-				wr.st = itemState{present: true, w: w, ts: now, etag: engine.ETagOf(next)}
+				wr.st = itemState{Present: true, W: w, TS: now, ETag: engine.ETagOf(next)}
 				if err := checkItem(item, id, wr.st); err != nil {
 					t.Fatalf("write %s: %v", w, err)
 				}

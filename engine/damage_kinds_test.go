@@ -65,7 +65,7 @@ func (fx *kindsFixture) model(next uint64) map[string]map[string]itemState {
 		if w.seq >= next {
 			continue
 		}
-		if w.st.present {
+		if w.st.Present {
 			m[w.cid][w.id] = w.st
 		} else {
 			delete(m[w.cid], w.id)
@@ -111,7 +111,7 @@ func buildKindsFixture(t *testing.T) *kindsFixture {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st = itemState{present: true, w: w, ts: damageNow, etag: it.ETag}
+			st = itemState{Present: true, W: w, TS: damageNow, ETag: it.ETag}
 			live[cid][id] = true
 		}
 		fx.history = append(fx.history, kindsWrite{seq: engine.JournalNextSeq(db) - 1, cid: cid, id: id, st: st})
@@ -455,7 +455,7 @@ func checkData(t *testing.T, db *engine.DB, fx *kindsFixture, model map[string]m
 		visible := 0
 		for id := range fx.universe[cid] {
 			want := m[id]
-			if want.visible(damageNow) {
+			if visibleAt(want, damageNow) {
 				visible++
 			}
 			it, err := c.Read(ctx, id)
@@ -463,12 +463,12 @@ func checkData(t *testing.T, db *engine.DB, fx *kindsFixture, model map[string]m
 			case errors.Is(err, engine.ErrCorrupt):
 				corrupt = true
 			case errors.Is(err, engine.ErrNotFound):
-				if want.visible(damageNow) {
+				if visibleAt(want, damageNow) {
 					t.Errorf("%s: %s/%s: not found, want %v", what, cid, id, want)
 				}
 			case err != nil:
 				t.Errorf("%s: %s/%s: Read = %v, want the item or ErrCorrupt", what, cid, id, err)
-			case !want.visible(damageNow):
+			case !visibleAt(want, damageNow):
 				t.Errorf("%s: %s/%s: Read returned %s %.80s, want not found", what, cid, id, it.ETag, it.Body)
 			default:
 				if err := checkItem(it, id, want); err != nil {
@@ -484,7 +484,7 @@ func checkData(t *testing.T, db *engine.DB, fx *kindsFixture, model map[string]m
 				break
 			}
 			got++
-			if want := m[it.ID]; !want.visible(damageNow) {
+			if want := m[it.ID]; !visibleAt(want, damageNow) {
 				t.Errorf("%s: %s: Items yielded %s, want it absent", what, cid, it.ID)
 			} else if err := checkItem(it, it.ID, want); err != nil {
 				t.Errorf("%s: %s: Items: wrong data: %v", what, cid, err)

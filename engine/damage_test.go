@@ -8,7 +8,7 @@ package engine_test
 // Each test builds a small database whose records sit in compacted segment
 // files, in sealed but uncompacted segment files (puts and tombstones), and
 // in several journal files, closes it, and then damages copies of it.
-// Helpers are prefixed dmg; the write model (crashDoc, itemState, verifyContainer) is in
+// The write model (crashDoc, itemState, verifyContainer) is in
 // crash_test.go.
 
 import (
@@ -103,7 +103,7 @@ func buildDamageFixture(t *testing.T, comp engine.Compression) *damageFixture {
 		fx.universe[cid][id] = true
 		before := m[id]
 		if del {
-			if !before.present {
+			if !before.Present {
 				return
 			}
 			if err := c.Delete(ctx, id); err != nil {
@@ -117,7 +117,7 @@ func buildDamageFixture(t *testing.T, comp engine.Compression) *damageFixture {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m[id] = itemState{present: true, w: w, ts: damageNow, etag: it.ETag}
+			m[id] = itemState{Present: true, W: w, TS: damageNow, ETag: it.ETag}
 		}
 		fx.lastContainer, fx.lastID, fx.lastBefore = cid, id, before
 	}
@@ -427,7 +427,7 @@ func TestDamageJournal(t *testing.T) {
 							model[cid][id] = st
 						}
 					}
-					if fx.lastBefore.present {
+					if fx.lastBefore.Present {
 						model[fx.lastContainer][fx.lastID] = fx.lastBefore
 					} else {
 						delete(model[fx.lastContainer], fx.lastID)
@@ -606,7 +606,7 @@ func checkDamagedReads(t *testing.T, what string, cs map[string]*engine.Containe
 				if !errors.Is(err, engine.ErrCorrupt) {
 					t.Errorf("%s: Read(%q) of an item in the damaged block = %v %.100s, want ErrCorrupt", what, id, err, it.Body)
 				}
-			case !want.present:
+			case !want.Present:
 				if !errors.Is(err, engine.ErrNotFound) {
 					t.Errorf("%s: Read(%q) = %v %.100s, want ErrNotFound", what, id, err, it.Body)
 				}

@@ -157,7 +157,7 @@ func (c *refContainer) expect(kind opKind, id string, hasEtag bool, etag string)
 			return engine.ErrPreconditionFailed
 		}
 	default:
-		return errors.New("mdl: not a write")
+		return errors.New("model: not a write")
 	}
 	return nil
 }
