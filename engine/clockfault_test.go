@@ -522,6 +522,7 @@ func TestClockFaults(t *testing.T) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (EBB_CLOCKFAULT_SEED replays the schedule, not the interleaving)", seed)
+	replayOnFailure(t, "EBB_CLOCKFAULT_SEED", uint64(seed))
 	rounds := faultRounds
 	if testing.Short() {
 		rounds = 4

@@ -331,6 +331,7 @@ func damageRand(t *testing.T) *rand.Rand {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (EBB_DAMAGE_SEED replays it)", seed)
+	replayOnFailure(t, "EBB_DAMAGE_SEED", uint64(seed))
 	return rand.New(rand.NewPCG(seed, 3))
 }
 

@@ -66,3 +66,13 @@ func waitIndexed(t testing.TB, c *engine.Container) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// replayOnFailure makes a failing randomized test end with the command that
+// runs it again with the same random choices: env=seed and the test's name.
+func replayOnFailure(t *testing.T, env string, seed uint64) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replay: %s=%d go test -race -count=1 -run '^%s$' ./engine", env, seed, t.Name())
+		}
+	})
+}

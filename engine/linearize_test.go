@@ -435,6 +435,7 @@ func TestLinearizable(t *testing.T) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (EBB_LINEARIZE_SEED replays the schedule, not the interleaving)", seed)
+	replayOnFailure(t, "EBB_LINEARIZE_SEED", uint64(seed))
 	rng := rand.New(rand.NewPCG(seed, 7))
 
 	clk := newFakeClock(t0)

@@ -1370,6 +1370,7 @@ func TestModel(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d; replay with EBB_MODEL_SEED=%d go test -race -run TestModel ./engine/", seed, seed)
+	replayOnFailure(t, "EBB_MODEL_SEED", uint64(seed))
 	for vi, v := range modelVariants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel() // they mostly wait for fsync

@@ -137,6 +137,7 @@ func TestPowerLoss(t *testing.T) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (EBB_POWERLOSS_SEED)", seed)
+	replayOnFailure(t, "EBB_POWERLOSS_SEED", uint64(seed))
 	w := &powerLossWorld{
 		t: t, dir: filepath.Join(t.TempDir(), "db"), clk: newFakeClock(t0),
 		rnd: rand.New(rand.NewPCG(seed, 7)), base: map[string]powerLossState{},
