@@ -3,29 +3,57 @@ package compactor
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 )
 
+// TestPlace runs the cases of testdata/place: "place target=<bytes>" and one
+// record a line ("expire=<t>|never size=<n>", "tombstone" for a tombstone),
+// numbered from 0; the answer is the files Place makes, one line each, the
+// records' numbers in order. -rewrite regenerates the answers.
 func TestPlace(t *testing.T) {
-	never := int64(math.MaxInt64)
-	recs := []Placed{
-		{Expire: 30, Size: 10},                    // 0
-		{Expire: never, Size: 10},                 // 1
-		{Tombstone: true, Expire: never, Size: 5}, // 2
-		{Expire: 10, Size: 10},                    // 3
-		{Expire: 20, Size: 10},                    // 4
-		{Expire: never, Size: 10},                 // 5
-		{Expire: 10, Size: 10},                    // 6
-	}
-	got := fmt.Sprint(Place(recs, 20))
-	// tombstones; never (20 bytes fit one file); finite by expiry in 20-byte files
-	if want := "[[2] [1 5] [3 6] [4 0]]"; got != want {
-		t.Fatalf("Place = %s, want %s", got, want)
-	}
-	if got := Place(nil, 20); len(got) != 0 {
-		t.Fatalf("Place(nil) = %v", got)
-	}
+	datadriven.RunTest(t, "testdata/place", func(t *testing.T, d *datadriven.TestData) string {
+		if d.Cmd != "place" {
+			d.Fatalf(t, "unknown command %q", d.Cmd)
+		}
+		var target int64
+		d.ScanArgs(t, "target", &target)
+		var recs []Placed
+		for _, line := range strings.Split(d.Input, "\n") {
+			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			r := Placed{Expire: math.MaxInt64}
+			for _, f := range strings.Fields(line) {
+				k, v, _ := strings.Cut(f, "=")
+				var err error
+				switch k {
+				case "tombstone":
+					r.Tombstone = true
+				case "expire":
+					if v != "never" {
+						r.Expire, err = strconv.ParseInt(v, 10, 64)
+					}
+				case "size":
+					r.Size, err = strconv.Atoi(v)
+				default:
+					err = fmt.Errorf("unknown field")
+				}
+				if err != nil {
+					d.Fatalf(t, "record %q: %s: %v", line, f, err)
+				}
+			}
+			recs = append(recs, r)
+		}
+		var b strings.Builder
+		for _, file := range Place(recs, target) {
+			fmt.Fprintln(&b, strings.Trim(fmt.Sprint(file), "[]"))
+		}
+		return b.String()
+	})
 }
 
 func TestIDFilter(t *testing.T) {

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine"
 )
 
 // TestChurnReclaimsSpace writes never-repeating keys with a 10 s TTL while
@@ -16,17 +18,17 @@ import (
 func TestChurnReclaimsSpace(t *testing.T) {
 	ctx := context.Background()
 	clk := newFakeClock(t0)
-	db := openTest(t, t.TempDir(), clk, func(o *Options) {
+	db := openTest(t, t.TempDir(), clk, func(o *engine.Options) {
 		o.NoSync = true
 		o.SealThreshold = 512 << 10
 		o.CompactionInterval = 5 * time.Millisecond
 	})
 	defer db.Close()
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "churn", DefaultTTL: TTL(10)})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "churn", DefaultTTL: engine.TTL(10)})
 	pad := strings.Repeat("x", 900)
 	n := 0
 	for sec := range 40 {
-		var b Batch
+		var b engine.Batch
 		for range 100 {
 			b.Upsert([]byte(fmt.Sprintf(`{"id":"k%06d","sec":%d,"pad":"%s"}`, n, sec, pad)))
 			n++

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine/internal/testutil"
 )
 
 // TestObservedExpirySurvivesCrash: once an answer has shown an item
@@ -72,7 +74,7 @@ func TestObservedExpirySurvivesCrash(t *testing.T) {
 			// The crash: the directory as a kill leaves it, at once.
 			crashed := filepath.Join(t.TempDir(), "crashed")
 			db.sealMu.Lock()
-			err := mdlCopyDir(dir, crashed)
+			err := testutil.CopyDir(dir, crashed)
 			db.sealMu.Unlock()
 			db.Close()
 			if err != nil {
@@ -340,7 +342,7 @@ func TestClockConcurrent(t *testing.T) {
 						t.Errorf("goroutine %d: now %d, want %d..%d", g, n, lo, up)
 					}
 				}
-				atomicMax(&done, n)
+				testutil.AtomicMax(&done, n)
 				reads.Add(1)
 				runtime.Gosched() // readers busy on every P would starve the wall's mover
 			}
@@ -360,7 +362,7 @@ func TestClockConcurrent(t *testing.T) {
 		if d := w - clk.Unix(); d > 0 {
 			hi.Add(d)
 		}
-		atomicMax(&hi, w)
+		testutil.AtomicMax(&hi, w)
 		clk.Set(w)
 		for r := reads.Load(); reads.Load() < r+4; { // let the readers race across it
 			runtime.Gosched()

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 // Restarts and crashes of TestClockFaults: what the engine's now must be
 // after Open, and that nothing an answer saw expire comes back.
@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/internal/testutil"
 )
 
 // checkGone checks, right after an Open whose engine's now is got, that it
@@ -18,7 +21,7 @@ import (
 // the versions that expired after got but by high (the high mark before a
 // crash) that no answer saw expire: a crash may lose that time, so they
 // may be visible again.
-func (r *cfRun) checkGone(ctx context.Context, what string, got, high int64) {
+func (r *clockFaultRun) checkGone(ctx context.Context, what string, got, high int64) {
 	t := r.t
 	t.Helper()
 	if e := r.relied.Load(); got < e {
@@ -32,7 +35,7 @@ func (r *cfRun) checkGone(ctx context.Context, what string, got, high int64) {
 			case !st.present:
 			case st.gone:
 				stayed++
-				if it, err := r.c.Read(ctx, id); !errors.Is(err, ErrNotFound) {
+				if it, err := r.c.Read(ctx, id); !errors.Is(err, engine.ErrNotFound) {
 					t.Errorf("%s: %s (%v), which an acknowledged answer found expired, is visible again: read = %s _ts %d, %v",
 						what, id, st, it.ETag, it.TS, err)
 				}
@@ -47,61 +50,61 @@ func (r *cfRun) checkGone(ctx context.Context, what string, got, high int64) {
 
 // restart closes the DB and opens it again with the wall clock hours
 // behind the high mark.
-func (r *cfRun) restart(ctx context.Context, now int64) {
+func (r *clockFaultRun) restart(ctx context.Context, now int64) {
 	t := r.t
 	if err := r.db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := readManifest(r.dir)
+	m, err := engine.ReadManifest(r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Clock != now {
 		t.Errorf("after Close the MANIFEST's clock is %d, want the high mark %d", m.Clock, now)
 	}
-	if c := readClockFile(r.dir).high; c > now {
+	if c := engine.ClockFileHigh(r.dir); c > now {
 		t.Errorf("after Close the CLOCK file says %d, above the high mark %d", c, now)
 	}
 	r.setWall(now - 10*3600)
 	r.count(r.faults, "restarts with the wall 10h behind", 1)
 	r.open(r.dir)
-	r.checkGone(ctx, "after a restart with the wall 10h behind", r.db.clock.highest(), now)
+	r.checkGone(ctx, "after a restart with the wall 10h behind", engine.HighestNow(r.db), now)
 	r.checkAt(ctx, now, "after a restart with the wall 10h behind")
 	r.writeAt(ctx, now, "after a restart")
 }
 
 // writeAt writes one item and requires its _ts to be now.
-func (r *cfRun) writeAt(ctx context.Context, now int64, what string) {
+func (r *clockFaultRun) writeAt(ctx context.Context, now int64, what string) {
 	w := r.workers[0]
 	id := w.ids[0]
 	name := fmt.Sprintf("w0.%d", w.writes)
 	w.writes++
-	it, err := r.c.Upsert(ctx, cfDoc(id, name, -1))
+	it, err := r.c.Upsert(ctx, faultDoc(id, name, -1))
 	if err != nil {
 		r.t.Fatalf("%s: upsert: %v", what, err)
 	}
 	if it.TS != now {
 		r.t.Errorf("%s: upsert got _ts %d with the wall at %d, want the high mark %d", what, it.TS, r.clk.Unix(), now)
 	}
-	w.model[id] = cfVersion{present: true, w: name, ts: it.TS, etag: it.ETag, ttl: -1, expire: cfExpire(it.TS, -1)}
+	w.model[id] = faultVersion{present: true, w: name, ts: it.TS, etag: it.ETag, ttl: -1, expire: expiresAt(it.TS, -1)}
 	atomicMax(&r.lowNow, it.TS)
 }
 
 // durableClock is the clock floor that dir holds: the larger of its
 // MANIFEST's clock and its CLOCK file (Open also counts the _ts it replays).
 func durableClock(dir string) (manifestClock, clockFile int64, err error) {
-	m, err := readManifest(dir)
+	m, err := engine.ReadManifest(dir)
 	if err != nil {
 		return 0, 0, err
 	}
-	return m.Clock, readClockFile(dir).high, nil
+	return m.Clock, engine.ClockFileHigh(dir), nil
 }
 
 // crash copies the open DB's directory, as a kill would leave it, closes
 // the DB and opens the copy with the wall clock hours behind; high is the
 // engine's high mark. With waitClock, the copy is taken once the durable
 // floor (MANIFEST or CLOCK file) holds high; otherwise at once.
-func (r *cfRun) crash(ctx context.Context, kind string, high int64, n int, waitClock bool) {
+func (r *clockFaultRun) crash(ctx context.Context, kind string, high int64, n int, waitClock bool) {
 	t := r.t
 	if waitClock {
 		deadline := time.Now().Add(5 * time.Second)
@@ -121,9 +124,9 @@ func (r *cfRun) crash(ctx context.Context, kind string, high int64, n int, waitC
 		}
 	}
 	to := filepath.Join(filepath.Dir(r.dir), "crash"+strconv.Itoa(n))
-	r.db.sealMu.Lock() // no seal or compaction changes files during the copy
-	err := mdlCopyDir(r.dir, to)
-	r.db.sealMu.Unlock()
+	release := engine.HoldSeals(r.db) // no seal or compaction changes files during the copy
+	err := testutil.CopyDir(r.dir, to)
+	release()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +141,7 @@ func (r *cfRun) crash(ctx context.Context, kind string, high int64, n int, waitC
 	r.setWall(wall)
 	r.count(r.faults, kind+", wall 10h behind", 1)
 	r.open(to)
-	got := r.db.clock.highest()
+	got := engine.HighestNow(r.db)
 	switch {
 	case waitClock && got != high:
 		t.Errorf("%s: the engine's now is %d, want the high mark %d", kind, got, high)
@@ -157,7 +160,7 @@ func (r *cfRun) crash(ctx context.Context, kind string, high int64, n int, waitC
 // pendingExpiry returns the earliest expiry after now of a version in the
 // model, the worker that owns it and its id; ok is false if there is none
 // within six hours.
-func (r *cfRun) pendingExpiry(now int64) (e int64, w *cfWorker, id string, ok bool) {
+func (r *clockFaultRun) pendingExpiry(now int64) (e int64, w *clockFaultWorker, id string, ok bool) {
 	for _, wk := range r.workers {
 		for _, k := range wk.ids {
 			st := wk.model[k]
@@ -174,7 +177,7 @@ func (r *cfRun) pendingExpiry(now int64) (e int64, w *cfWorker, id string, ok bo
 // at once. With observe, the read is of the item that expires, which must
 // be found expired, so its expiry must survive the crash; without, it is of
 // an item that does not expire then, and the time jumped may be lost.
-func (r *cfRun) jumpAndCrash(ctx context.Context, now int64, n int, observe bool) {
+func (r *clockFaultRun) jumpAndCrash(ctx context.Context, now int64, n int, observe bool) {
 	t := r.t
 	e, w, id, ok := r.pendingExpiry(now)
 	if !ok {

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 // Clock faults (the clock never runs backwards; README, "TTL rules"): the wall clock
 // jumps back and forward by hours between and during operations, changed by
@@ -56,18 +56,20 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine"
 )
 
 const (
-	cfDefaultTTL = 7200 // the container's DefaultTTL: two hours
-	cfWorkers    = 4
-	cfIDsPer     = 6
-	cfOpsPer     = 120 // per worker and round
-	cfRounds     = 10
+	faultDefaultTTL   = 7200 // the container's DefaultTTL: two hours
+	faultWorkers      = 4
+	faultIDsPerWorker = 6
+	faultOpsPerWorker = 120 // per worker and round
+	faultRounds       = 10
 )
 
-// cfVersion is one item in the model: absent, or the version last written.
-type cfVersion struct {
+// faultVersion is one item in the model: absent, or the version last written.
+type faultVersion struct {
 	present bool
 	w       string
 	ts      int64
@@ -79,24 +81,24 @@ type cfVersion struct {
 	gone bool
 }
 
-func (v cfVersion) String() string {
+func (v faultVersion) String() string {
 	if !v.present {
 		return "absent"
 	}
 	return fmt.Sprintf("%s _ts %d expiring at %d", v.w, v.ts, v.expire)
 }
 
-func cfExpire(ts int64, ttl int32) int64 {
+func expiresAt(ts int64, ttl int32) int64 {
 	switch ttl {
 	case 0:
-		return ts + cfDefaultTTL
+		return ts + faultDefaultTTL
 	case -1:
 		return 1<<63 - 1
 	}
 	return ts + int64(ttl)
 }
 
-func cfDoc(id, w string, ttl int32) []byte {
+func faultDoc(id, w string, ttl int32) []byte {
 	if ttl == 0 {
 		return fmt.Appendf(nil, `{"id":%q,"w":%q}`, id, w)
 	}
@@ -113,18 +115,18 @@ func atomicMax(a *atomic.Int64, v int64) {
 	}
 }
 
-// cfRun is one database under clock faults and what it must hold.
-type cfRun struct {
+// clockFaultRun is one database under clock faults and what it must hold.
+type clockFaultRun struct {
 	t       *testing.T
 	clk     *fakeClock
 	hiNow   atomic.Int64 // the engine's now is known to be at most this
 	lowNow  atomic.Int64 // the engine's now is known to be at least this
 	relied  atomic.Int64 // the largest expiry instant an acknowledged answer relied on
 	jumps   atomic.Int64 // wall changes so far
-	db      *DB
-	c       *Container
+	db      *engine.DB
+	c       *engine.Container
 	dir     string
-	workers []*cfWorker
+	workers []*clockFaultWorker
 
 	mu     sync.Mutex
 	faults map[string]int // faults injected, by kind
@@ -132,13 +134,13 @@ type cfRun struct {
 	fails  int
 }
 
-func (r *cfRun) count(m map[string]int, kind string, n int) {
+func (r *clockFaultRun) count(m map[string]int, kind string, n int) {
 	r.mu.Lock()
 	m[kind] += n
 	r.mu.Unlock()
 }
 
-func (r *cfRun) fail(format string, args ...any) {
+func (r *clockFaultRun) fail(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fails++
@@ -150,7 +152,7 @@ func (r *cfRun) fail(format string, args ...any) {
 // setWall sets the wall clock to v, raising hiNow first: to v, and by as
 // much as the wall moves forward (the engine may count that as elapsed time
 // from its floor).
-func (r *cfRun) setWall(v int64) {
+func (r *clockFaultRun) setWall(v int64) {
 	if d := v - r.clk.Unix(); d > 0 {
 		r.hiNow.Add(d)
 	}
@@ -159,7 +161,7 @@ func (r *cfRun) setWall(v int64) {
 	r.jumps.Add(1)
 }
 
-func (r *cfRun) options(o *Options) {
+func (r *clockFaultRun) options(o *engine.Options) {
 	o.SealThreshold = 16 << 10
 	o.JournalSegmentSize = 16 << 10
 	o.BlockSize = 1 << 10
@@ -167,13 +169,13 @@ func (r *cfRun) options(o *Options) {
 	o.RewriteThreshold = 0.3
 }
 
-func (r *cfRun) open(dir string) {
+func (r *clockFaultRun) open(dir string) {
 	r.t.Helper()
 	r.dir = dir
 	r.db = openTest(r.t, dir, r.clk, r.options)
 	c, err := r.db.Container("cf")
-	if errors.Is(err, ErrNotFound) {
-		c, err = r.db.CreateContainer(context.Background(), ContainerProperties{ID: "cf", DefaultTTL: TTL(cfDefaultTTL)})
+	if errors.Is(err, engine.ErrNotFound) {
+		c, err = r.db.CreateContainer(context.Background(), engine.ContainerProperties{ID: "cf", DefaultTTL: engine.TTL(faultDefaultTTL)})
 	}
 	if err != nil {
 		r.t.Fatal(err)
@@ -181,17 +183,17 @@ func (r *cfRun) open(dir string) {
 	r.c = c
 }
 
-// cfWorker owns some ids: nobody else writes them, so their model is exact.
-type cfWorker struct {
-	r      *cfRun
+// clockFaultWorker owns some ids: nobody else writes them, so their model is exact.
+type clockFaultWorker struct {
+	r      *clockFaultRun
 	n      int
 	rng    *rand.Rand
 	ids    []string
-	model  map[string]cfVersion
+	model  map[string]faultVersion
 	writes int
 }
 
-func (w *cfWorker) step(ctx context.Context) {
+func (w *clockFaultWorker) step(ctx context.Context) {
 	r := w.r
 	id := w.ids[w.rng.IntN(len(w.ids))]
 	lo := r.lowNow.Load()
@@ -220,27 +222,27 @@ func (w *cfWorker) step(ctx context.Context) {
 // unconditional upsert always succeeds; a conditional write succeeds iff
 // the version is live, and its refusal relies on the version having
 // expired. lo is lowNow as of the call.
-func (w *cfWorker) write(ctx context.Context, id, kind string, ifMatch bool, lo int64) {
+func (w *clockFaultWorker) write(ctx context.Context, id, kind string, ifMatch bool, lo int64) {
 	r := w.r
 	st := w.model[id]
 	ttl := [...]int32{0, 0, -1, 2, 1800, 5 * 3600}[w.rng.IntN(6)]
 	name := fmt.Sprintf("w%d.%d", w.n, w.writes)
 	w.writes++
-	var opts []WriteOption
+	var opts []engine.WriteOption
 	ifMatch = ifMatch && st.present
 	if ifMatch {
-		opts = append(opts, IfMatch(st.etag))
+		opts = append(opts, engine.IfMatch(st.etag))
 	}
 	what := kind
 	if ifMatch {
 		what += " with IfMatch"
 	}
-	var it Item
+	var it engine.Item
 	var err error
 	if kind == "replace" {
-		it, err = r.c.Replace(ctx, cfDoc(id, name, ttl), opts...)
+		it, err = r.c.Replace(ctx, faultDoc(id, name, ttl), opts...)
 	} else {
-		it, err = r.c.Upsert(ctx, cfDoc(id, name, ttl), opts...)
+		it, err = r.c.Upsert(ctx, faultDoc(id, name, ttl), opts...)
 	}
 	hi := r.hiNow.Load()
 	conditional := kind == "replace" || ifMatch
@@ -257,8 +259,8 @@ func (w *cfWorker) write(ctx context.Context, id, kind string, ifMatch bool, lo 
 			r.fail("%s %s: _ts %d is above %d, the highest now the wall clock's moves allow", what, id, it.TS, hi)
 		}
 		atomicMax(&r.lowNow, it.TS)
-		w.model[id] = cfVersion{present: true, w: name, ts: it.TS, etag: it.ETag, ttl: ttl, expire: cfExpire(it.TS, ttl)}
-	case kind == "replace" && errors.Is(err, ErrNotFound), kind == "upsert" && ifMatch && errors.Is(err, ErrPreconditionFailed):
+		w.model[id] = faultVersion{present: true, w: name, ts: it.TS, etag: it.ETag, ttl: ttl, expire: expiresAt(it.TS, ttl)}
+	case kind == "replace" && errors.Is(err, engine.ErrNotFound), kind == "upsert" && ifMatch && errors.Is(err, engine.ErrPreconditionFailed):
 		r.count(r.checks, "refused conditional writes", 1)
 		w.gone(what, id, st, hi)
 	default:
@@ -268,19 +270,19 @@ func (w *cfWorker) write(ctx context.Context, id, kind string, ifMatch bool, lo 
 
 // read reads id and checks the answer against the model; lo is lowNow as
 // of the call.
-func (w *cfWorker) read(ctx context.Context, id string, lo int64) {
+func (w *clockFaultWorker) read(ctx context.Context, id string, lo int64) {
 	r := w.r
 	st := w.model[id]
 	it, err := r.c.Read(ctx, id)
 	hi := r.hiNow.Load()
 	r.count(r.checks, "reads", 1)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, engine.ErrNotFound):
 		w.gone("read", id, st, hi)
 	case err != nil:
 		r.fail("read %s: %v", id, err)
 	default:
-		if err := cfCheck(it, id, st, lo); err != nil {
+		if err := faultCheck(it, id, st, lo); err != nil {
 			r.fail("read: %v", err)
 		}
 	}
@@ -288,13 +290,13 @@ func (w *cfWorker) read(ctx context.Context, id string, lo int64) {
 
 // remove deletes id, with IfMatch of the model's etag when ifMatch and the
 // model has a version, and checks the outcome; lo is lowNow as of the call.
-func (w *cfWorker) remove(ctx context.Context, id string, ifMatch bool, lo int64) {
+func (w *clockFaultWorker) remove(ctx context.Context, id string, ifMatch bool, lo int64) {
 	r := w.r
 	st := w.model[id]
-	var opts []WriteOption
+	var opts []engine.WriteOption
 	what := "delete"
 	if ifMatch && st.present {
-		opts = append(opts, IfMatch(st.etag))
+		opts = append(opts, engine.IfMatch(st.etag))
 		what += " with IfMatch"
 	}
 	err := r.c.Delete(ctx, id, opts...)
@@ -305,8 +307,8 @@ func (w *cfWorker) remove(ctx context.Context, id string, ifMatch bool, lo int64
 		if !st.present || st.expire <= lo {
 			r.fail("%s %s: succeeded on an item that is %v (the engine's now is at least %d)", what, id, st, lo)
 		}
-		w.model[id] = cfVersion{}
-	case errors.Is(err, ErrNotFound):
+		w.model[id] = faultVersion{}
+	case errors.Is(err, engine.ErrNotFound):
 		r.count(r.checks, "refused deletes", 1)
 		w.gone(what, id, st, hi)
 	default:
@@ -318,7 +320,7 @@ func (w *cfWorker) remove(ctx context.Context, id string, ifMatch bool, lo int64
 // the model has a version, the answer relied on its having expired, which
 // it must have by hi, the highest now the engine can have reached; the version is marked
 // gone for good and its expiry becomes a floor of the engine's now.
-func (w *cfWorker) gone(what, id string, st cfVersion, hi int64) {
+func (w *clockFaultWorker) gone(what, id string, st faultVersion, hi int64) {
 	r := w.r
 	if !st.present {
 		return
@@ -334,14 +336,14 @@ func (w *cfWorker) gone(what, id string, st cfVersion, hi int64) {
 
 // relyOn records that an acknowledged answer relied on the engine's now
 // having reached expiry instant e.
-func (r *cfRun) relyOn(e int64) {
+func (r *clockFaultRun) relyOn(e int64) {
 	atomicMax(&r.lowNow, e)
 	atomicMax(&r.relied, e)
 }
 
-// cfCheck checks an item read back against the model's version of id,
+// faultCheck checks an item read back against the model's version of id,
 // when the engine's now is at least lo.
-func cfCheck(it Item, id string, st cfVersion, lo int64) error {
+func faultCheck(it engine.Item, id string, st faultVersion, lo int64) error {
 	switch {
 	case !st.present:
 		return fmt.Errorf("%s: returned %s _ts %d, but it was deleted or found expired before", id, it.ETag, it.TS)
@@ -350,7 +352,7 @@ func cfCheck(it Item, id string, st cfVersion, lo int64) error {
 	case it.ID != id || it.TS != st.ts || it.ETag != st.etag:
 		return fmt.Errorf("%s: returned %q _ts %d %s, want _ts %d %s", id, it.ID, it.TS, it.ETag, st.ts, st.etag)
 	}
-	if err := checkBodyIs(it, cfDoc(id, st.w, st.ttl)); err != nil {
+	if err := checkBodyIs(it, faultDoc(id, st.w, st.ttl)); err != nil {
 		return fmt.Errorf("%s: %v", id, err)
 	}
 	return nil
@@ -361,7 +363,7 @@ func cfCheck(it Item, id string, st cfVersion, lo int64) error {
 // behind until corrected), small steps forward, and now and then a
 // correction of every step back (the wall moves forward by all of them at
 // once) or a forward jump of an hour.
-func (r *cfRun) jumper(base int64, seed uint64, stop chan struct{}, done chan struct{}) {
+func (r *clockFaultRun) jumper(base int64, seed uint64, stop chan struct{}, done chan struct{}) {
 	defer close(done)
 	rng := rand.New(rand.NewPCG(seed, 11))
 	var off int64
@@ -399,7 +401,7 @@ func (r *cfRun) jumper(base int64, seed uint64, stop chan struct{}, done chan st
 }
 
 // round runs the workers against the jumping clock.
-func (r *cfRun) round(ctx context.Context, seed uint64) {
+func (r *clockFaultRun) round(ctx context.Context, seed uint64) {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go r.jumper(r.clk.Unix(), seed, stop, done)
 	var wg sync.WaitGroup
@@ -407,7 +409,7 @@ func (r *cfRun) round(ctx context.Context, seed uint64) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range cfOpsPer {
+			for range faultOpsPerWorker {
 				w.step(ctx)
 			}
 		}()
@@ -423,9 +425,9 @@ func (r *cfRun) round(ctx context.Context, seed uint64) {
 // wall moves on by a second, whether or not it is behind, so does the
 // engine's now, exactly; and that it stays there when the wall is set hours
 // back. It returns the engine's now.
-func (r *cfRun) quiet(ctx context.Context, what string) int64 {
+func (r *clockFaultRun) quiet(ctx context.Context, what string) int64 {
 	x := r.clk.Unix()
-	h := r.db.clock.now()
+	h := engine.Now(r.db)
 	if hi := r.hiNow.Load(); h > hi {
 		r.t.Errorf("%s: the engine's now is %d, above %d, the highest the wall clock's moves allow", what, h, hi)
 	}
@@ -440,15 +442,15 @@ func (r *cfRun) quiet(ctx context.Context, what string) int64 {
 
 // moveNowTo moves the wall clock forward so that the engine's now, now,
 // settled at the present wall, becomes to once the engine reads the wall.
-func (r *cfRun) moveNowTo(now, to int64) { r.setWall(r.clk.Unix() + to - now) }
+func (r *clockFaultRun) moveNowTo(now, to int64) { r.setWall(r.clk.Unix() + to - now) }
 
 // checkAt checks that the engine's now is exactly now and that everything
 // visible is what the model says is visible at now.
-func (r *cfRun) checkAt(ctx context.Context, now int64, what string) {
+func (r *clockFaultRun) checkAt(ctx context.Context, now int64, what string) {
 	t := r.t
 	t.Helper()
 	var ids []string
-	want := map[string]cfVersion{}
+	want := map[string]faultVersion{}
 	for _, w := range r.workers {
 		for _, id := range w.ids {
 			st := w.model[id]
@@ -464,12 +466,12 @@ func (r *cfRun) checkAt(ctx context.Context, now int64, what string) {
 			it, err := r.c.Read(ctx, id)
 			st, live := want[id]
 			switch {
-			case !live && !errors.Is(err, ErrNotFound):
+			case !live && !errors.Is(err, engine.ErrNotFound):
 				t.Errorf("%s: read %s at %d = %v %s _ts %d, want not found", what, id, now, err, it.ETag, it.TS)
 			case live && err != nil:
 				t.Errorf("%s: read %s at %d: %v, want %s (expires %d)", what, id, now, err, st.w, st.expire)
 			case live:
-				if err := cfCheck(it, id, st, now-1); err != nil {
+				if err := faultCheck(it, id, st, now-1); err != nil {
 					t.Errorf("%s: read %v", what, err)
 				}
 			}
@@ -484,7 +486,7 @@ func (r *cfRun) checkAt(ctx context.Context, now int64, what string) {
 		got = append(got, it.ID)
 		if st, ok := want[it.ID]; !ok {
 			t.Errorf("%s: Items yielded %s _ts %d, which is absent or expired at %d", what, it.ID, it.TS, now)
-		} else if err := cfCheck(it, it.ID, st, now-1); err != nil {
+		} else if err := faultCheck(it, it.ID, st, now-1); err != nil {
 			t.Errorf("%s: Items: %v", what, err)
 		}
 	}
@@ -494,7 +496,7 @@ func (r *cfRun) checkAt(ctx context.Context, now int64, what string) {
 	if st := r.c.Stats(); st.Items != int64(len(ids)) {
 		t.Errorf("%s: Stats.Items = %d, want %d", what, st.Items, len(ids))
 	}
-	if h := r.db.clock.highest(); h != now {
+	if h := engine.HighestNow(r.db); h != now {
 		t.Errorf("%s: the engine's high mark is %d, want %d", what, h, now)
 	}
 	r.count(r.checks, "quiet-point checks (read every id, Items, Stats)", 1)
@@ -520,15 +522,16 @@ func TestClockFaults(t *testing.T) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (EBB_CLOCKFAULT_SEED replays the schedule, not the interleaving)", seed)
-	rounds := cfRounds
+	replayOnFailure(t, "EBB_CLOCKFAULT_SEED", uint64(seed))
+	rounds := faultRounds
 	if testing.Short() {
 		rounds = 4
 	}
-	r := &cfRun{t: t, clk: newFakeClock(t0), faults: map[string]int{}, checks: map[string]int{}}
+	r := &clockFaultRun{t: t, clk: newFakeClock(t0), faults: map[string]int{}, checks: map[string]int{}}
 	r.hiNow.Store(t0)
-	for i := range cfWorkers {
-		w := &cfWorker{r: r, n: i, rng: rand.New(rand.NewPCG(seed, uint64(i))), model: map[string]cfVersion{}}
-		for k := range cfIDsPer {
+	for i := range faultWorkers {
+		w := &clockFaultWorker{r: r, n: i, rng: rand.New(rand.NewPCG(seed, uint64(i))), model: map[string]faultVersion{}}
+		for k := range faultIDsPerWorker {
 			w.ids = append(w.ids, fmt.Sprintf("w%d-%d", i, k))
 		}
 		r.workers = append(r.workers, w)

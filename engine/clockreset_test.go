@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -7,51 +7,53 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+
+	"github.com/ebbdb/ebb/engine"
 )
 
-// crDefaultTTL is the container's DefaultTTL. Its policy history starts
+// resetDefaultTTL is the container's DefaultTTL. Its policy history starts
 // when the container is created; a reset must start it over at the wall
 // clock, or an item written after the reset at a time before the creation
-// would expire at the creation instant, not crDefaultTTL after its _ts.
-const crDefaultTTL = 600
+// would expire at the creation instant, not resetDefaultTTL after its _ts.
+const resetDefaultTTL = 600
 
-// crItem is the model of one item: its version, and whether it was written.
-type crItem struct {
+// resetItem is the model of one item: its version, and whether it was written.
+type resetItem struct {
 	present bool
 	ts      int64
 	etag    string
 	expire  int64
 }
 
-// crRun is a database under a random wall clock, with its model: the
+// resetRun is a database under a random wall clock, with its model: the
 // engine's now (h, read at wall x) and every item.
-type crRun struct {
+type resetRun struct {
 	t      *testing.T
 	seed   uint64
 	step   int
 	rng    *rand.Rand
 	clk    *fakeClock
 	dir    string
-	db     *DB
-	c      *Container
+	db     *engine.DB
+	c      *engine.Container
 	h, x   int64
-	items  map[string]crItem
+	items  map[string]resetItem
 	seen   map[string]map[string]bool // versions (etags) found expired, by id
 	writes int
 	resets int
 }
 
-func (r *crRun) fatalf(format string, args ...any) {
+func (r *resetRun) fatalf(format string, args ...any) {
 	r.t.Helper()
 	r.t.Fatalf("seed %d step %d: %s", r.seed, r.step, fmt.Sprintf(format, args...))
 }
 
-func (r *crRun) open() {
+func (r *resetRun) open() {
 	r.t.Helper()
-	r.db = openTest(r.t, r.dir, r.clk, func(o *Options) { o.SealThreshold = 4 << 10; o.CompactionInterval = -1 })
+	r.db = openTest(r.t, r.dir, r.clk, func(o *engine.Options) { o.SealThreshold = 4 << 10; o.CompactionInterval = -1 })
 	c, err := r.db.Container("c")
-	if errors.Is(err, ErrNotFound) {
-		c, err = r.db.CreateContainer(context.Background(), ContainerProperties{ID: "c", DefaultTTL: TTL(crDefaultTTL)})
+	if errors.Is(err, engine.ErrNotFound) {
+		c, err = r.db.CreateContainer(context.Background(), engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(resetDefaultTTL)})
 	}
 	if err != nil {
 		r.fatalf("%v", err)
@@ -61,17 +63,17 @@ func (r *crRun) open() {
 
 // setWall moves the wall clock and has the engine read it, which must
 // move its now on by the wall's forward move.
-func (r *crRun) setWall(w int64) {
+func (r *resetRun) setWall(w int64) {
 	r.t.Helper()
 	r.clk.Set(w)
 	want := r.h + max(0, w-r.x)
-	if got := r.db.clock.now(); got != want {
+	if got := engine.Now(r.db); got != want {
 		r.fatalf("wall %d -> %d: the engine's now is %d, want %d", r.x, w, got, want)
 	}
 	r.h, r.x = want, w
 }
 
-func (r *crRun) upsert(id string, ttl int32) {
+func (r *resetRun) upsert(id string, ttl int32) {
 	r.t.Helper()
 	doc := fmt.Sprintf(`{"id":%q,"n":%d}`, id, r.writes)
 	if ttl != 0 {
@@ -90,14 +92,14 @@ func (r *crRun) upsert(id string, ttl int32) {
 	case ttl > 0:
 		e = it.TS + int64(ttl)
 	case ttl == 0:
-		e = it.TS + crDefaultTTL
+		e = it.TS + resetDefaultTTL
 	}
-	r.items[id] = crItem{present: true, ts: it.TS, etag: it.ETag, expire: e}
+	r.items[id] = resetItem{present: true, ts: it.TS, etag: it.ETag, expire: e}
 }
 
 // readAll reads every id and checks it against the model at the engine's
 // now; a version found expired is remembered.
-func (r *crRun) readAll(what string) {
+func (r *resetRun) readAll(what string) {
 	r.t.Helper()
 	for id, st := range r.items {
 		it, err := r.c.Read(context.Background(), id)
@@ -111,7 +113,7 @@ func (r *crRun) readAll(what string) {
 			r.fatalf("%s: read %s = %s _ts %d, want %s _ts %d", what, id, it.ETag, it.TS, st.etag, st.ts)
 		case err != nil && live:
 			r.fatalf("%s: read %s: %v, want _ts %d expiring at %d (now %d)", what, id, err, st.ts, st.expire, r.h)
-		case err != nil && !errors.Is(err, ErrNotFound):
+		case err != nil && !errors.Is(err, engine.ErrNotFound):
 			r.fatalf("%s: read %s: %v", what, id, err)
 		case err != nil && st.present:
 			if r.seen[id] == nil {
@@ -122,27 +124,27 @@ func (r *crRun) readAll(what string) {
 	}
 }
 
-func (r *crRun) restart() {
+func (r *resetRun) restart() {
 	r.t.Helper()
 	if err := r.db.Close(); err != nil {
 		r.fatalf("close: %v", err)
 	}
 	r.open()
 	r.h, r.x = max(r.h, r.clk.Unix()), r.clk.Unix()
-	if got := r.db.clock.highest(); got != r.h {
+	if got := engine.HighestNow(r.db); got != r.h {
 		r.fatalf("after a restart at wall %d the engine's now is %d, want %d", r.x, got, r.h)
 	}
 }
 
 // reset closes the database, resets its clock to the wall and opens it.
-func (r *crRun) reset() {
+func (r *resetRun) reset() {
 	r.t.Helper()
 	if err := r.db.Close(); err != nil {
 		r.fatalf("close: %v", err)
 	}
 	w := r.clk.Unix()
 	from := max(r.h, w)
-	res, err := ResetClock(r.dir, &Options{Clock: r.clk.Now})
+	res, err := engine.ResetClock(r.dir, &engine.Options{Clock: r.clk.Now})
 	if err != nil {
 		r.fatalf("ResetClock: %v", err)
 	}
@@ -160,15 +162,15 @@ func (r *crRun) reset() {
 	if res.From != from || res.To != to {
 		r.fatalf("ResetClock at wall %d with the clock at %d = %+v, want from %d to %d", w, from, res, from, to)
 	}
-	if rep, err := InspectWithOptions(r.dir, &InspectOptions{Clock: r.clk.Now}); err != nil || rep.Now != to {
+	if rep, err := engine.InspectWithOptions(r.dir, &engine.InspectOptions{Clock: r.clk.Now}); err != nil || rep.Now != to {
 		r.fatalf("Inspect after the reset: now %v (%v), want %d", rep, err, to)
 	}
-	if rep, err := Verify(r.dir); err != nil || !rep.Clean() {
+	if rep, err := engine.Verify(r.dir); err != nil || !rep.Clean() {
 		r.fatalf("Verify after the reset: %v %+v", err, rep)
 	}
 	r.h, r.x = to, w
 	r.open()
-	if got := r.db.clock.highest(); got != to {
+	if got := engine.HighestNow(r.db); got != to {
 		r.fatalf("after the reset the engine's now is %d, want the wall %d", got, to)
 	}
 	r.readAll("after a reset")
@@ -188,10 +190,10 @@ func TestResetClockKeepsExpiryFinal(t *testing.T) {
 		seeds = 4
 	}
 	for seed := range seeds {
-		r := &crRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 12)), clk: newFakeClock(t0),
-			dir: filepath.Join(t.TempDir(), "db"), items: map[string]crItem{}, seen: map[string]map[string]bool{}}
+		r := &resetRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 12)), clk: newFakeClock(t0),
+			dir: filepath.Join(t.TempDir(), "db"), items: map[string]resetItem{}, seen: map[string]map[string]bool{}}
 		r.open()
-		r.h, r.x = r.db.clock.now(), t0
+		r.h, r.x = engine.Now(r.db), t0
 		for r.step = 0; r.step < 120; r.step++ {
 			switch p := r.rng.IntN(100); {
 			case p < 35:
@@ -221,7 +223,7 @@ func TestResetClockKeepsExpiryFinal(t *testing.T) {
 		r.setWall(r.x + 4)
 		r.readAll("4 s after the reset")
 		r.setWall(r.x + 1)
-		if _, err := r.c.Read(context.Background(), "fresh"); !errors.Is(err, ErrNotFound) {
+		if _, err := r.c.Read(context.Background(), "fresh"); !errors.Is(err, engine.ErrNotFound) {
 			r.fatalf("an item with ttl 5 written after a reset reads %v 5 s later on the wall clock", err)
 		}
 		r.readAll("5 s after the reset")

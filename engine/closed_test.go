@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"iter"
 	"reflect"
 	"testing"
+
+	"github.com/ebbdb/ebb/engine"
 )
 
 // answersAfterClose are the exported methods that keep answering normally
@@ -23,7 +25,7 @@ var answersAfterClose = map[string]bool{"DB.Close": true, "Container.ID": true, 
 func TestCallsAfterClose(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, t.TempDir(), newFakeClock(t0))
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "c", DefaultTTL: TTL(60)})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(60)})
 	if _, err := c.Upsert(ctx, []byte(`{"id":"a"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +79,10 @@ func closedArgs(name string, ft reflect.Type) []reflect.Value {
 			}
 		case at == reflect.TypeFor[[]byte]():
 			v = reflect.ValueOf([]byte(`{"id":"a"}`))
-		case at == reflect.TypeFor[*Batch]():
-			v = reflect.ValueOf(new(Batch).Upsert([]byte(`{"id":"b"}`)))
-		case at == reflect.TypeFor[ContainerProperties]():
-			v = reflect.ValueOf(ContainerProperties{ID: "c"})
+		case at == reflect.TypeFor[*engine.Batch]():
+			v = reflect.ValueOf(new(engine.Batch).Upsert([]byte(`{"id":"b"}`)))
+		case at == reflect.TypeFor[engine.ContainerProperties]():
+			v = reflect.ValueOf(engine.ContainerProperties{ID: "c"})
 		default:
 			v = reflect.Zero(at)
 		}
@@ -95,14 +97,14 @@ func checkClosedResults(t *testing.T, out []reflect.Value) {
 	for _, o := range out {
 		switch {
 		case o.Type() == errType:
-			if err, _ := o.Interface().(error); !errors.Is(err, ErrClosed) {
+			if err, _ := o.Interface().(error); !errors.Is(err, engine.ErrClosed) {
 				t.Errorf("error %v, want ErrClosed", err)
 			}
-		case o.Type() == reflect.TypeFor[iter.Seq2[Item, error]]():
+		case o.Type() == reflect.TypeFor[iter.Seq2[engine.Item, error]]():
 			n := 0
-			for _, err := range o.Interface().(iter.Seq2[Item, error]) {
+			for _, err := range o.Interface().(iter.Seq2[engine.Item, error]) {
 				n++
-				if !errors.Is(err, ErrClosed) {
+				if !errors.Is(err, engine.ErrClosed) {
 					t.Errorf("iterator yielded error %v, want ErrClosed", err)
 				}
 			}

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 // Crash-safety tests: an acknowledged write
 // survives a crash with the default durability, an unacknowledged one is
@@ -12,7 +12,6 @@ package engine
 //     file and checks that Open repairs it, keeps a copy under broken/, and
 //     loses exactly the entries after the cut.
 //
-// Helpers shared with damage_test.go are prefixed ck.
 
 import (
 	"bytes"
@@ -30,25 +29,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine"
 	"github.com/ebbdb/ebb/engine/internal/testdoc"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/policy"
 )
 
 // ---------------------------------------------------------------------------
 // The write model shared by the crash and damage tests.
 
 const (
-	ckContainer  = "c"
-	ckDefaultTTL = 3600 // the container's DefaultTTL
+	crashContainer  = "c"
+	crashDefaultTTL = 3600 // the container's DefaultTTL
 )
 
-// ckHash is the hash a write's tag derives from.
-func ckHash(s string) uint64 { return testdoc.Hash(s) }
+// docHash is the hash a write's tag derives from.
+func docHash(s string) uint64 { return testdoc.Hash(s) }
 
-// ckTTL is the item ttl that write w puts in its document: 0 (absent), -1,
+// docTTL is the item ttl that write w puts in its document: 0 (absent), -1,
 // a large one, or 5 seconds.
-func ckTTL(w string) int32 {
-	switch ckHash(w) % 8 {
+func docTTL(w string) int32 {
+	switch docHash(w) % 8 {
 	case 0, 1, 2:
 		return 0
 	case 3, 4:
@@ -60,63 +61,41 @@ func ckTTL(w string) int32 {
 	}
 }
 
-// ckDoc is the document that write w stores in item id.
-func ckDoc(id, w string) []byte { return testdoc.Doc(id, w, ckTTL(w)) }
+// crashDoc is the document that write w stores in item id.
+func crashDoc(id, w string) []byte { return testdoc.Doc(id, w, docTTL(w)) }
 
-// ckDocs caches the decoded documents of ckDoc (read-only once stored).
-var ckDocs sync.Map
+// crashDocs caches the decoded documents of crashDoc (read-only once stored).
+var crashDocs sync.Map
 
-// ckDocMap is ckDoc(id, w) decoded.
-func ckDocMap(id, w string) map[string]any {
+// crashDocMap is crashDoc(id, w) decoded.
+func crashDocMap(id, w string) map[string]any {
 	key := id + "\x00" + w
-	if m, ok := ckDocs.Load(key); ok {
+	if m, ok := crashDocs.Load(key); ok {
 		return m.(map[string]any)
 	}
 	var m map[string]any
-	if err := json.Unmarshal(ckDoc(id, w), &m); err != nil {
+	if err := json.Unmarshal(crashDoc(id, w), &m); err != nil {
 		panic(err)
 	}
-	ckDocs.Store(key, m)
+	crashDocs.Store(key, m)
 	return m
 }
 
-// ckState is what an item is: absent, or the version written by w at ts.
-// etag is "" when the test does not know it (a write in flight at a crash).
-type ckState struct {
-	present bool
-	w       string
-	ts      int64
-	etag    string
-}
+// itemState is what an item is: the crash loop's model (testdoc.State).
+type itemState = testdoc.State
 
-func (s ckState) String() string {
-	if !s.present {
-		return "absent"
-	}
-	e := s.etag
-	if e == "" {
-		e = "?"
-	}
-	return fmt.Sprintf("%s@%d etag %s", s.w, s.ts, e)
-}
+// crashHistory is the DefaultTTL history of the crash and damage tests'
+// containers: crashDefaultTTL, always.
+var crashHistory = policy.History{}.With(0, engine.TTL(crashDefaultTTL))
 
-// expire is the first instant at which s is invisible, in a container whose
-// DefaultTTL has always been ckDefaultTTL.
-func (s ckState) expire() int64 {
-	switch ttl := ckTTL(s.w); {
-	case ttl == -1:
-		return 1<<63 - 1
-	case ttl == 0:
-		return s.ts + ckDefaultTTL
-	default:
-		return s.ts + int64(ttl)
-	}
-}
+// expireAt is the first instant at which s is invisible.
+func expireAt(s itemState) int64 { return s.ExpiresAt(crashHistory, docTTL(s.W)) }
 
-func (s ckState) visible(now int64) bool { return s.present && s.expire() > now }
+// visibleAt reports whether s is visible at now.
+func visibleAt(s itemState, now int64) bool { return s.Visible(crashHistory, docTTL(s.W), now) }
 
-// ckCheckItem reports how it differs from version want of item id, or nil.
-func ckCheckItem(it Item, id string, want ckState) error {
+// checkItem reports how it differs from version want of item id, or nil.
+func checkItem(it engine.Item, id string, want itemState) error {
 	if it.ID != id {
 		return fmt.Errorf("Item.ID %q, want %q", it.ID, id)
 	}
@@ -124,44 +103,44 @@ func ckCheckItem(it Item, id string, want ckState) error {
 	if err := json.Unmarshal(it.Body, &got); err != nil {
 		return fmt.Errorf("body %q is not JSON: %v", it.Body, err)
 	}
-	if w, _ := got["w"].(string); w != want.w {
-		return fmt.Errorf("body is write %q, want %q (body %.200s)", w, want.w, it.Body)
+	if w, _ := got["w"].(string); w != want.W {
+		return fmt.Errorf("body is write %q, want %q (body %.200s)", w, want.W, it.Body)
 	}
 	if got["_ts"] != float64(it.TS) || got["_etag"] != it.ETag {
 		return fmt.Errorf("body _ts %v _etag %v, Item has TS %d ETag %s", got["_ts"], got["_etag"], it.TS, it.ETag)
 	}
-	if it.TS != want.ts {
-		return fmt.Errorf("_ts %d, want %d", it.TS, want.ts)
+	if it.TS != want.TS {
+		return fmt.Errorf("_ts %d, want %d", it.TS, want.TS)
 	}
-	if want.etag != "" && it.ETag != want.etag {
-		return fmt.Errorf("_etag %s, want %s", it.ETag, want.etag)
+	if want.ETag != "" && it.ETag != want.ETag {
+		return fmt.Errorf("_etag %s, want %s", it.ETag, want.ETag)
 	}
 	delete(got, "_ts")
 	delete(got, "_etag")
-	if !reflect.DeepEqual(got, ckDocMap(id, want.w)) {
-		return fmt.Errorf("body %.300s does not match the document of write %s", it.Body, want.w)
+	if !reflect.DeepEqual(got, crashDocMap(id, want.W)) {
+		return fmt.Errorf("body %.300s does not match the document of write %s", it.Body, want.W)
 	}
 	return nil
 }
 
-// ckVerify checks container c at now against allowed: every id's visible
+// verifyContainer checks container c at now against allowed: every id's visible
 // state must match one of allowed[id] (ids missing from allowed must be
 // absent), Read and Items must agree, Items must be in id order, and
 // Stats.Items must count them. It returns, per id, the indexes of the
 // allowed states that matched, and the state found (absent or the version
 // read, with its etag).
-func ckVerify(t *testing.T, c *Container, now int64, allowed map[string][]ckState) (matched map[string][]int, found map[string]ckState) {
+func verifyContainer(t *testing.T, c *engine.Container, now int64, allowed map[string][]itemState) (matched map[string][]int, found map[string]itemState) {
 	t.Helper()
 	ctx := context.Background()
 	matched = make(map[string][]int, len(allowed))
-	found = make(map[string]ckState)
-	read := make(map[string]Item)
+	found = make(map[string]itemState)
+	read := make(map[string]engine.Item)
 	for id, states := range allowed {
 		it, err := c.Read(ctx, id)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, engine.ErrNotFound):
 			for i, s := range states {
-				if !s.visible(now) {
+				if !visibleAt(s, now) {
 					matched[id] = append(matched[id], i)
 				}
 			}
@@ -174,11 +153,11 @@ func ckVerify(t *testing.T, c *Container, now int64, allowed map[string][]ckStat
 			read[id] = it
 			var why []string
 			for i, s := range states {
-				if !s.visible(now) {
+				if !visibleAt(s, now) {
 					why = append(why, s.String()+": should be invisible")
 					continue
 				}
-				if err := ckCheckItem(it, id, s); err != nil {
+				if err := checkItem(it, id, s); err != nil {
 					why = append(why, s.String()+": "+err.Error())
 					continue
 				}
@@ -191,7 +170,7 @@ func ckVerify(t *testing.T, c *Container, now int64, allowed map[string][]ckStat
 			var body map[string]any
 			_ = json.Unmarshal(it.Body, &body)
 			w, _ := body["w"].(string)
-			found[id] = ckState{present: true, w: w, ts: it.TS, etag: it.ETag}
+			found[id] = itemState{Present: true, W: w, TS: it.TS, ETag: it.ETag}
 		}
 	}
 	var prev string
@@ -227,21 +206,21 @@ func ckVerify(t *testing.T, c *Container, now int64, allowed map[string][]ckStat
 	return matched, found
 }
 
-// ckExact turns a model (present items) and a universe of ids into the
+// exactStates turns a model (present items) and a universe of ids into the
 // single allowed state of each id.
-func ckExact(model map[string]ckState, universe map[string]bool) map[string][]ckState {
-	allowed := make(map[string][]ckState, len(universe))
+func exactStates(model map[string]itemState, universe map[string]bool) map[string][]itemState {
+	allowed := make(map[string][]itemState, len(universe))
 	for id := range universe {
-		allowed[id] = []ckState{model[id]}
+		allowed[id] = []itemState{model[id]}
 	}
 	for id, s := range model {
-		allowed[id] = []ckState{s}
+		allowed[id] = []itemState{s}
 	}
 	return allowed
 }
 
-// ckListDir returns the names in dir, or nil if it does not exist.
-func ckListDir(t *testing.T, dir string) []string {
+// listDir returns the names in dir, or nil if it does not exist.
+func listDir(t *testing.T, dir string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -259,27 +238,27 @@ func ckListDir(t *testing.T, dir string) []string {
 
 // Environment of the child process.
 const (
-	ckEnvMode = "EBB_CRASH_CHILD" // "trylock" or "hold"
-	ckEnvDir  = "EBB_CRASH_DIR"
+	envChildMode = "EBB_CRASH_CHILD" // "trylock" or "hold"
+	envChildDir  = "EBB_CRASH_DIR"
 )
 
 // TestCrashChild is not a test: it is the child process of the lock tests
 // (TestLockChildProcess), run only when EBB_CRASH_CHILD is set.
 func TestCrashChild(t *testing.T) {
-	mode := os.Getenv(ckEnvMode)
+	mode := os.Getenv(envChildMode)
 	if mode == "" {
-		t.Skip("helper process of TestLockChildProcess; runs only with " + ckEnvMode + " set")
+		t.Skip("helper process of TestLockChildProcess; runs only with " + envChildMode + " set")
 	}
-	os.Exit(ckRunChild(mode))
+	os.Exit(runChild(mode))
 }
 
-// ckEmit writes one line to stdout with a single write, so that lines from
+// emit writes one line to stdout with a single write, so that lines from
 // concurrent goroutines never interleave on the pipe.
-func ckEmit(format string, args ...any) {
+func emit(format string, args ...any) {
 	os.Stdout.Write([]byte(fmt.Sprintf(format, args...) + "\n"))
 }
 
-func ckRunChild(mode string) int {
+func runChild(mode string) int {
 	// Never outlive the parent (a killed `go test` must not leave children).
 	ppid := os.Getppid()
 	go func() {
@@ -289,66 +268,66 @@ func ckRunChild(mode string) int {
 			}
 		}
 	}()
-	dir := os.Getenv(ckEnvDir)
+	dir := os.Getenv(envChildDir)
 	switch mode {
 	case "trylock":
-		db, err := Open(dir, nil)
+		db, err := engine.Open(dir, nil)
 		switch {
-		case errors.Is(err, ErrLocked):
-			ckEmit("locked")
+		case errors.Is(err, engine.ErrLocked):
+			emit("locked")
 		case err != nil:
-			ckEmit("error %v", err)
+			emit("error %v", err)
 		default:
-			ckEmit("opened")
+			emit("opened")
 			if err := db.Close(); err != nil {
-				ckEmit("error close: %v", err)
+				emit("error close: %v", err)
 			}
 		}
 		return 0
 	case "hold":
-		db, err := Open(dir, nil)
+		db, err := engine.Open(dir, nil)
 		if err != nil {
-			ckEmit("error %v", err)
+			emit("error %v", err)
 			return 0
 		}
-		ckEmit("holding")
+		emit("holding")
 		// Hold until stdin closes (then close cleanly) or a SIGKILL.
 		var b [1]byte
 		os.Stdin.Read(b[:])
 		if err := db.Close(); err != nil {
-			ckEmit("error close: %v", err)
+			emit("error close: %v", err)
 		}
-		ckEmit("closed")
+		emit("closed")
 		return 0
 	}
-	ckEmit("error unknown mode %q", mode)
+	emit("error unknown mode %q", mode)
 	return 2
 }
 
 // ---------------------------------------------------------------------------
 // TestCrashPowerLoss.
 
-// ckPLWrite is one acknowledged write of TestCrashPowerLoss: the journal
+// ackedWrite is one acknowledged write of TestCrashPowerLoss: the journal
 // entry seq, and the item's state after it.
-type ckPLWrite struct {
+type ackedWrite struct {
 	seq uint64
 	id  string
-	st  ckState
+	st  itemState
 }
 
-// ckPLEntry is one entry of a journal file, with where it ends.
-type ckPLEntry struct {
+// journalEntry is one entry of a journal file, with where it ends.
+type journalEntry struct {
 	off, end int64
 	seq      uint64
 }
 
-func ckPLEntries(t *testing.T, path string) ([]ckPLEntry, []byte) {
+func journalEntries(t *testing.T, path string) ([]journalEntry, []byte) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var es []ckPLEntry
+	var es []journalEntry
 	for e, err := range journal.ReadFile(path) {
 		if err != nil {
 			t.Fatalf("journal file %s before damage: %v", path, err)
@@ -356,7 +335,7 @@ func ckPLEntries(t *testing.T, path string) ([]ckPLEntry, []byte) {
 		if n := len(es); n > 0 {
 			es[n-1].end = e.Offset
 		}
-		es = append(es, ckPLEntry{off: e.Offset, seq: e.Seq})
+		es = append(es, journalEntry{off: e.Offset, seq: e.Seq})
 	}
 	if n := len(es); n > 0 {
 		es[n-1].end = int64(len(data))
@@ -364,7 +343,7 @@ func ckPLEntries(t *testing.T, path string) ([]ckPLEntry, []byte) {
 	return es, data
 }
 
-type ckPLDamage struct {
+type powerCut struct {
 	kind     string
 	file     string
 	damaged  []byte // the file's bytes after the damage
@@ -373,20 +352,20 @@ type ckPLDamage struct {
 	size     int64  // the file's size after Open
 }
 
-// ckPLInflict damages the last journal file of dir the way a power cut can.
-func ckPLInflict(t *testing.T, dir string, kind string, rng *rand.Rand) ckPLDamage {
+// inflictPowerCut damages the last journal file of dir the way a power cut can.
+func inflictPowerCut(t *testing.T, dir string, kind string, rng *rand.Rand) powerCut {
 	t.Helper()
-	m, err := readManifest(dir)
+	m, err := engine.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := journal.Files(filepath.Join(dir, journalDir))
+	files, err := journal.Files(filepath.Join(dir, engine.JournalDir))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("journal files: %v %v", files, err)
 	}
 	path := files[len(files)-1]
-	es, data := ckPLEntries(t, path)
-	var unsealed []ckPLEntry // only entries not sealed into segments can be unsynced
+	es, data := journalEntries(t, path)
+	var unsealed []journalEntry // only entries not sealed into segments can be unsynced
 	for _, e := range es {
 		if e.seq >= m.JournalFrom {
 			unsealed = append(unsealed, e)
@@ -395,7 +374,7 @@ func ckPLInflict(t *testing.T, dir string, kind string, rng *rand.Rand) ckPLDama
 	if len(unsealed) == 0 && kind != "append-zeros" && kind != "append-garbage" {
 		kind = "append-zeros"
 	}
-	d := ckPLDamage{kind: kind, file: path, size: int64(len(data))}
+	d := powerCut{kind: kind, file: path, size: int64(len(data))}
 	switch kind {
 	case "cut-last-entry": // the last write's bytes only partly reached the disk
 		e := unsealed[len(unsealed)-1]
@@ -441,9 +420,9 @@ func TestCrashPowerLoss(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	dir := t.TempDir()
 	clk := newFakeClock(t0)
-	small := func(o *Options) { o.JournalSegmentSize = 8 << 10; o.BlockSize = 2 << 10 }
+	small := func(o *engine.Options) { o.JournalSegmentSize = 8 << 10; o.BlockSize = 2 << 10 }
 	db := openTest(t, dir, clk, small)
-	c := mustCreateContainer(t, db, ContainerProperties{ID: ckContainer, DefaultTTL: TTL(ckDefaultTTL)})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: crashContainer, DefaultTTL: engine.TTL(crashDefaultTTL)})
 	universe := make(map[string]bool)
 	for i := range 48 {
 		universe[fmt.Sprintf("p%02d", i)] = true
@@ -454,14 +433,14 @@ func TestCrashPowerLoss(t *testing.T) {
 	}
 	sort.Strings(ids)
 
-	var hist []ckPLWrite
-	stateAt := func(upTo uint64) map[string]ckState { // the model after writes with seq < upTo
-		m := make(map[string]ckState)
+	var hist []ackedWrite
+	stateAt := func(upTo uint64) map[string]itemState { // the model after writes with seq < upTo
+		m := make(map[string]itemState)
 		for _, w := range hist {
 			if w.seq >= upTo {
 				break
 			}
-			if w.st.present {
+			if w.st.Present {
 				m[w.id] = w.st
 			} else {
 				delete(m, w.id)
@@ -477,7 +456,7 @@ func TestCrashPowerLoss(t *testing.T) {
 		// (which seals everything) in the middle.
 		now := clk.Unix()
 		model := stateAt(1 << 63)
-		next := db.jnl.NextSeq()
+		next := engine.JournalNextSeq(db)
 		if len(hist) > 0 && next != hist[len(hist)-1].seq+1 {
 			t.Fatalf("iteration %d: journal's next seq %d, want %d", it, next, hist[len(hist)-1].seq+1)
 		}
@@ -495,29 +474,29 @@ func TestCrashPowerLoss(t *testing.T) {
 			id := ids[rng.IntN(len(ids))]
 			w := fmt.Sprintf("p%d.%d", it, k)
 			st, live := model[id]
-			live = live && st.visible(now)
-			var item Item
+			live = live && visibleAt(st, now)
+			var item engine.Item
 			var err error
 			del := false
 			switch x := rng.IntN(10); {
 			case !live && x < 5:
-				item, err = c.Create(ctx, ckDoc(id, w))
+				item, err = c.Create(ctx, crashDoc(id, w))
 			case !live:
-				item, err = c.Upsert(ctx, ckDoc(id, w))
+				item, err = c.Upsert(ctx, crashDoc(id, w))
 			case x < 5:
-				item, err = c.Upsert(ctx, ckDoc(id, w))
+				item, err = c.Upsert(ctx, crashDoc(id, w))
 			case x < 8:
-				item, err = c.Replace(ctx, ckDoc(id, w), IfMatch(st.etag))
+				item, err = c.Replace(ctx, crashDoc(id, w), engine.IfMatch(st.ETag))
 			default:
 				err, del = c.Delete(ctx, id), true
 			}
 			if err != nil {
 				t.Fatalf("iteration %d write %d on %s: %v", it, k, id, err)
 			}
-			wr := ckPLWrite{seq: next, id: id}
+			wr := ackedWrite{seq: next, id: id}
 			if !del {
-				wr.st = ckState{present: true, w: w, ts: now, etag: etagOf(next)}
-				if err := ckCheckItem(item, id, wr.st); err != nil {
+				wr.st = itemState{Present: true, W: w, TS: now, ETag: engine.ETagOf(next)}
+				if err := checkItem(item, id, wr.st); err != nil {
 					t.Fatalf("write %s: %v", w, err)
 				}
 				model[id] = wr.st
@@ -533,22 +512,22 @@ func TestCrashPowerLoss(t *testing.T) {
 
 		// The power cut.
 		kind := kinds[it%len(kinds)]
-		brokenBefore := ckListDir(t, filepath.Join(dir, brokenDir))
-		d := ckPLInflict(t, dir, kind, rng)
+		brokenBefore := listDir(t, filepath.Join(dir, engine.BrokenDir))
+		d := inflictPowerCut(t, dir, kind, rng)
 		counts[d.kind]++
 
 		clk.Advance(1)
 		var err error
-		db, err = Open(dir, &Options{Clock: clk.Now, JournalSegmentSize: 8 << 10, BlockSize: 2 << 10})
+		db, err = engine.Open(dir, &engine.Options{Clock: clk.Now, JournalSegmentSize: 8 << 10, BlockSize: 2 << 10})
 		if err != nil {
 			t.Fatalf("iteration %d: Open after %s of %s: %v", it, d.kind, d.file, err)
 		}
-		c, err = db.Container(ckContainer)
+		c, err = db.Container(crashContainer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep := db.jnl.Repair()
-		brokenAfter := ckListDir(t, filepath.Join(dir, brokenDir))
+		rep := engine.JournalRepair(db)
+		brokenAfter := listDir(t, filepath.Join(dir, engine.BrokenDir))
 		switch {
 		case d.repair && rep == nil:
 			t.Errorf("iteration %d: %s: Open reported no repair", it, d.kind)
@@ -559,8 +538,8 @@ func TestCrashPowerLoss(t *testing.T) {
 				t.Errorf("iteration %d: %s: broken/ holds %v, was %v: want one new copy", it, d.kind, brokenAfter, brokenBefore)
 			} else if b, err := os.ReadFile(rep.Copy); err != nil || !bytes.Equal(b, d.damaged[d.size:]) {
 				t.Errorf("iteration %d: broken copy %s (err %v) is not the cut bytes of the damaged file", it, rep.Copy, err)
-			} else if filepath.Dir(rep.Copy) != filepath.Join(dir, brokenDir) {
-				t.Errorf("broken copy at %s, want under %s", rep.Copy, filepath.Join(dir, brokenDir))
+			} else if filepath.Dir(rep.Copy) != filepath.Join(dir, engine.BrokenDir) {
+				t.Errorf("broken copy at %s, want under %s", rep.Copy, filepath.Join(dir, engine.BrokenDir))
 			}
 			if rep.File != d.file || rep.Offset != d.size {
 				t.Errorf("iteration %d: %s: repair %+v, want file %s cut at %d", it, d.kind, rep, d.file, d.size)
@@ -578,7 +557,7 @@ func TestCrashPowerLoss(t *testing.T) {
 			hist = hist[:i]
 		}
 		want := stateAt(1 << 63)
-		ckVerify(t, c, clk.Unix(), ckExact(want, universe))
+		verifyContainer(t, c, clk.Unix(), exactStates(want, universe))
 		if t.Failed() {
 			t.Fatalf("iteration %d: after %s (lost from seq %d): state differs; dir %s", it, d.kind, d.lostFrom, dir)
 		}
@@ -588,10 +567,10 @@ func TestCrashPowerLoss(t *testing.T) {
 	}
 	db = openTest(t, dir, clk, small)
 	defer db.Close()
-	if r := db.jnl.Repair(); r != nil {
+	if r := engine.JournalRepair(db); r != nil {
 		t.Errorf("clean reopen repaired %+v", r)
 	}
-	c, _ = db.Container(ckContainer)
-	ckVerify(t, c, clk.Unix(), ckExact(stateAt(1<<63), universe))
+	c, _ = db.Container(crashContainer)
+	verifyContainer(t, c, clk.Unix(), exactStates(stateAt(1<<63), universe))
 	t.Logf("%d power cuts %v; %d unsynced writes lost as they should be, %d writes kept", iterations, counts, lostTotal, len(hist))
 }

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 // The damage matrix (damage is repaired or reported, never returned as data): every kind of file ebb
 // writes (the journal's last file, an earlier journal file, a segment file,
@@ -37,33 +37,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/internal/testutil"
 	"github.com/ebbdb/ebb/engine/journal"
 )
 
-// dkWrite is one acknowledged write of the fixture: its journal seq and the
+// kindsWrite is one acknowledged write of the fixture: its journal seq and the
 // item's state after it.
-type dkWrite struct {
+type kindsWrite struct {
 	seq     uint64
 	cid, id string
-	st      ckState
+	st      itemState
 }
 
-// dkFixture is a closed database, its write history and its files.
-type dkFixture struct {
+// kindsFixture is a closed database, its write history and its files.
+type kindsFixture struct {
 	dir      string // pristine: only ever copied
-	history  []dkWrite
+	history  []kindsWrite
 	universe map[string]map[string]bool
 }
 
 // model returns, per container, the state of every item after the writes
 // with a seq below next.
-func (fx *dkFixture) model(next uint64) map[string]map[string]ckState {
-	m := map[string]map[string]ckState{"c": {}, "d": {}}
+func (fx *kindsFixture) model(next uint64) map[string]map[string]itemState {
+	m := map[string]map[string]itemState{"c": {}, "d": {}}
 	for _, w := range fx.history {
 		if w.seq >= next {
 			continue
 		}
-		if w.st.present {
+		if w.st.Present {
 			m[w.cid][w.id] = w.st
 		} else {
 			delete(m[w.cid], w.id)
@@ -72,23 +74,23 @@ func (fx *dkFixture) model(next uint64) map[string]map[string]ckState {
 	return m
 }
 
-// dkBuild writes a database whose records sit in compacted segment files,
+// buildKindsFixture writes a database whose records sit in compacted segment files,
 // sealed but uncompacted ones, and several journal files, recording the
 // journal seq of every write.
-func dkBuild(t *testing.T) *dkFixture {
+func buildKindsFixture(t *testing.T) *kindsFixture {
 	t.Helper()
 	ctx := context.Background()
-	fx := &dkFixture{
+	fx := &kindsFixture{
 		dir:      filepath.Join(t.TempDir(), "pristine"),
 		universe: map[string]map[string]bool{"c": {}, "d": {}},
 	}
-	db, err := Open(fx.dir, dmgOptions(CompressionZstd))
+	db, err := engine.Open(fx.dir, damageOptions(engine.CompressionZstd))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := map[string]*Container{}
+	cs := map[string]*engine.Container{}
 	for _, id := range []string{"c", "d"} {
-		cs[id] = mustCreateContainer(t, db, ContainerProperties{ID: id, DefaultTTL: TTL(ckDefaultTTL)})
+		cs[id] = mustCreateContainer(t, db, engine.ContainerProperties{ID: id, DefaultTTL: engine.TTL(crashDefaultTTL)})
 	}
 	live := map[string]map[string]bool{"c": {}, "d": {}}
 	rng := rand.New(rand.NewPCG(5, 55))
@@ -96,7 +98,7 @@ func dkBuild(t *testing.T) *dkFixture {
 	write := func(cid, id string, del bool) {
 		c := cs[cid]
 		fx.universe[cid][id] = true
-		var st ckState
+		var st itemState
 		if del {
 			if err := c.Delete(ctx, id); err != nil {
 				t.Fatal(err)
@@ -105,14 +107,14 @@ func dkBuild(t *testing.T) *dkFixture {
 		} else {
 			w := fmt.Sprintf("k%d.%s", n, cid)
 			n++
-			it, err := c.Upsert(ctx, ckDoc(id, w))
+			it, err := c.Upsert(ctx, crashDoc(id, w))
 			if err != nil {
 				t.Fatal(err)
 			}
-			st = ckState{present: true, w: w, ts: dmgClock, etag: it.ETag}
+			st = itemState{Present: true, W: w, TS: damageNow, ETag: it.ETag}
 			live[cid][id] = true
 		}
-		fx.history = append(fx.history, dkWrite{seq: db.jnl.NextSeq() - 1, cid: cid, id: id, st: st})
+		fx.history = append(fx.history, kindsWrite{seq: engine.JournalNextSeq(db) - 1, cid: cid, id: id, st: st})
 	}
 	phase := func(cid string, fresh, over, dels int, prefix string) {
 		for i := range fresh {
@@ -145,99 +147,99 @@ func dkBuild(t *testing.T) *dkFixture {
 	// End with several entries in the journal's last file, so that damage
 	// to it has entries to hit.
 	for i := 0; ; i++ {
-		paths, err := journal.Files(filepath.Join(fx.dir, journalDir))
+		paths, err := journal.Files(filepath.Join(fx.dir, engine.JournalDir))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if es, _ := ckPLEntries(t, paths[len(paths)-1]); len(es) >= 6 {
+		if es, _ := journalEntries(t, paths[len(paths)-1]); len(es) >= 6 {
 			break
 		}
 		write("c", fmt.Sprintf("zz%03d", i), false)
 	}
-	if err := db.persistClock(); err != nil { // as the sealer does every second
+	if err := engine.PersistClock(db); err != nil { // as the sealer does every second
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// The history must describe what the pristine database holds.
-	db, err = Open(fx.dir, dmgOptions(CompressionZstd))
+	db, err = engine.Open(fx.dir, damageOptions(engine.CompressionZstd))
 	if err != nil {
 		t.Fatal(err)
 	}
 	final := fx.model(1 << 62)
-	for cid, c := range dmgContainers(t, db) {
-		ckVerify(t, c, dmgClock, ckExact(final[cid], fx.universe[cid]))
+	for cid, c := range openContainers(t, db) {
+		verifyContainer(t, c, damageNow, exactStates(final[cid], fx.universe[cid]))
 	}
 	db.Close()
-	if readClockFile(fx.dir).high != dmgClock {
-		t.Fatalf("fixture: the CLOCK file says %d, want %d", readClockFile(fx.dir).high, dmgClock)
+	if engine.ClockFileHigh(fx.dir) != damageNow {
+		t.Fatalf("fixture: the CLOCK file says %d, want %d", engine.ClockFileHigh(fx.dir), damageNow)
 	}
-	if rep, err := Verify(fx.dir); err != nil || !rep.Clean() {
+	if rep, err := engine.Verify(fx.dir); err != nil || !rep.Clean() {
 		t.Fatalf("Verify of the pristine database: %v %+v", err, rep)
 	}
 	if t.Failed() {
 		t.FailNow()
 	}
 	var shape []string
-	for _, rel := range dkJournalFiles(t, fx.dir) {
-		es, _ := ckPLEntries(t, filepath.Join(fx.dir, rel))
+	for _, rel := range journalFiles(t, fx.dir) {
+		es, _ := journalEntries(t, filepath.Join(fx.dir, rel))
 		shape = append(shape, fmt.Sprintf("%s: %d entries", filepath.Base(rel), len(es)))
 	}
 	t.Logf("fixture: %d writes; journal %v", len(fx.history), shape)
 	return fx
 }
 
-// dkTarget is a kind of file to damage, and how to pick one in a directory.
-type dkTarget struct {
+// damageTarget is a kind of file to damage, and how to pick one in a directory.
+type damageTarget struct {
 	name string
 	pick func(t *testing.T, dir string, rng *rand.Rand) string // relative path
 }
 
-var dkTargets = []dkTarget{
+var damageTargets = []damageTarget{
 	{"journal last file", func(t *testing.T, dir string, rng *rand.Rand) string {
-		fs := dkJournalFiles(t, dir)
+		fs := journalFiles(t, dir)
 		return fs[len(fs)-1]
 	}},
 	{"journal earlier file", func(t *testing.T, dir string, rng *rand.Rand) string {
-		fs := dkJournalFiles(t, dir)
+		fs := journalFiles(t, dir)
 		return fs[rng.IntN(len(fs)-1)]
 	}},
 	{"segment file", func(t *testing.T, dir string, rng *rand.Rand) string {
-		ents, err := os.ReadDir(filepath.Join(dir, segmentDir))
+		ents, err := os.ReadDir(filepath.Join(dir, engine.SegmentDir))
 		if err != nil || len(ents) == 0 {
 			t.Fatalf("segment files: %v %v", ents, err)
 		}
-		return filepath.Join(segmentDir, ents[rng.IntN(len(ents))].Name())
+		return filepath.Join(engine.SegmentDir, ents[rng.IntN(len(ents))].Name())
 	}},
-	{"MANIFEST", func(*testing.T, string, *rand.Rand) string { return manifestName }},
-	{"CLOCK", func(*testing.T, string, *rand.Rand) string { return clockName }},
+	{"MANIFEST", func(*testing.T, string, *rand.Rand) string { return engine.ManifestName }},
+	{"CLOCK", func(*testing.T, string, *rand.Rand) string { return engine.ClockName }},
 	{"LOCK", func(*testing.T, string, *rand.Rand) string { return "LOCK" }},
 }
 
-func dkJournalFiles(t *testing.T, dir string) []string {
+func journalFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	paths, err := journal.Files(filepath.Join(dir, journalDir))
+	paths, err := journal.Files(filepath.Join(dir, engine.JournalDir))
 	if err != nil || len(paths) < 2 {
 		t.Fatalf("journal files: %v %v", paths, err)
 	}
 	out := make([]string, len(paths))
 	for i, p := range paths {
-		out[i] = filepath.Join(journalDir, filepath.Base(p))
+		out[i] = filepath.Join(engine.JournalDir, filepath.Base(p))
 	}
 	return out
 }
 
-// dkDamage damages b (a file's bytes) and says how; an empty file (LOCK)
+// damageKind damages b (a file's bytes) and says how; an empty file (LOCK)
 // gets garbage instead, as nothing in it can be cut or flipped.
-type dkDamage struct {
+type damageKind struct {
 	name string
 	// apply damages b and returns it, a description, and the range
 	// [lo, hi) of the original bytes that changed or went away.
 	apply func(b []byte, rng *rand.Rand) (out []byte, how string, lo, hi int)
 }
 
-var dkDamages = []dkDamage{
+var damageKinds = []damageKind{
 	{"truncate", func(b []byte, rng *rand.Rand) ([]byte, string, int, int) {
 		n := rng.IntN(len(b))
 		return b[:n:n], fmt.Sprintf("cut from %d to %d bytes", len(b), n), n, len(b)
@@ -266,24 +268,24 @@ var dkDamages = []dkDamage{
 	}},
 }
 
-// dkOutcome is what a damaged case came to.
-type dkOutcome string
+// outcome is what a damaged case came to.
+type outcome string
 
 const (
-	dkNoop     dkOutcome = "damage changed no byte"
-	dkRefused  dkOutcome = "ErrCorrupt at open"
-	dkRepaired dkOutcome = "torn tail repaired, exact prefix"
-	dkReadErr  dkOutcome = "open, then ErrCorrupt at read"
-	dkExact    dkOutcome = "exactly correct data"
-	// dkBoundary: the journal's last file cut exactly between two entries
+	outcomeNoop     outcome = "damage changed no byte"
+	outcomeRefused  outcome = "ErrCorrupt at open"
+	outcomeRepaired outcome = "torn tail repaired, exact prefix"
+	outcomeReadErr  outcome = "open, then ErrCorrupt at read"
+	outcomeExact    outcome = "exactly correct data"
+	// outcomeBoundary: the journal's last file cut exactly between two entries
 	// looks like a log whose last writes never happened; no check can tell,
 	// so the data must be an exact prefix.
-	dkBoundary dkOutcome = "cut at an entry boundary, exact prefix"
+	outcomeBoundary outcome = "cut at an entry boundary, exact prefix"
 )
 
 func TestDamageEveryFileKind(t *testing.T) {
-	fx := dkBuild(t)
-	rng := dmgSeed(t)
+	fx := buildKindsFixture(t)
+	rng := damageRand(t)
 	seeds := 3
 	if testing.Short() {
 		seeds = 1
@@ -292,14 +294,14 @@ func TestDamageEveryFileKind(t *testing.T) {
 		seeds, _ = strconv.Atoi(s)
 	}
 	work := filepath.Join(t.TempDir(), "db")
-	outcomes := map[string]map[dkOutcome]int{}
+	outcomes := map[string]map[outcome]int{}
 	start := time.Now()
 	cases := 0
-	for _, tg := range dkTargets {
-		outcomes[tg.name] = map[dkOutcome]int{}
-		for _, dm := range dkDamages {
+	for _, tg := range damageTargets {
+		outcomes[tg.name] = map[outcome]int{}
+		for _, dm := range damageKinds {
 			for range seeds {
-				o := dkCase(t, fx, work, tg, dm, rng)
+				o := damageCase(t, fx, work, tg, dm, rng)
 				outcomes[tg.name][o]++
 				cases++
 				if t.Failed() {
@@ -309,15 +311,15 @@ func TestDamageEveryFileKind(t *testing.T) {
 		}
 	}
 	t.Logf("%d damaged copies in %s", cases, time.Since(start).Round(time.Millisecond))
-	for _, tg := range dkTargets {
+	for _, tg := range damageTargets {
 		t.Logf("  %-20s %v", tg.name, outcomes[tg.name])
 	}
 }
 
-// dkCase damages one copy of the fixture and checks the outcome.
-func dkCase(t *testing.T, fx *dkFixture, work string, tg dkTarget, dm dkDamage, rng *rand.Rand) dkOutcome {
+// damageCase damages one copy of the fixture and checks the outcome.
+func damageCase(t *testing.T, fx *kindsFixture, work string, tg damageTarget, dm damageKind, rng *rand.Rand) outcome {
 	t.Helper()
-	dir := dmgCopy(t, fx.dir, work)
+	dir := testutil.MustCopyDir(t, fx.dir, work)
 	rel := tg.pick(t, dir, rng)
 	path := filepath.Join(dir, rel)
 	orig, err := os.ReadFile(path)
@@ -334,69 +336,69 @@ func dkCase(t *testing.T, fx *dkFixture, work string, tg dkTarget, dm dkDamage, 
 	}
 	what := fmt.Sprintf("%s %s: %s", tg.name, rel, how)
 	if string(damaged) == string(orig) {
-		return dkNoop
+		return outcomeNoop
 	}
 	if err := os.WriteFile(path, damaged, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep := dkVerify(t, dir, what)
+	rep := verifyOutcome(t, dir, what)
 
-	before := dmgSnapshot(t, dir)
-	db, err := dmgOpen(t, dir, CompressionZstd)
-	var out dkOutcome
+	before := snapshotItems(t, dir)
+	db, err := openDamaged(t, dir, engine.CompressionZstd)
+	var out outcome
 	switch {
 	case err != nil:
-		out = dkRefused
-		if !errors.Is(err, ErrCorrupt) {
+		out = outcomeRefused
+		if !errors.Is(err, engine.ErrCorrupt) {
 			t.Errorf("%s: Open = %v, want ErrCorrupt or success", what, err)
 		}
 		if tg.name == "CLOCK" || tg.name == "LOCK" {
 			t.Errorf("%s: Open refused (%v); this file's damage must be tolerated", what, err)
 		}
-		if d := dmgDiff(before, dmgSnapshot(t, dir)); d != "" {
+		if d := diffSnapshots(before, snapshotItems(t, dir)); d != "" {
 			t.Errorf("%s: the refused Open changed the directory: %s", what, d)
 		}
 	default:
 		next := uint64(1 << 62)
-		out = dkExact
-		if r := db.jnl.Repair(); r != nil {
-			out = dkRepaired
+		out = outcomeExact
+		if r := engine.JournalRepair(db); r != nil {
+			out = outcomeRepaired
 			if tg.name != "journal last file" {
 				t.Errorf("%s: Open repaired %+v, but the damage is not in the journal's last file", what, r)
 			}
-			next = db.jnl.NextSeq()
-			dkCheckCut(t, path, orig, lo, hi, next, what)
+			next = engine.JournalNextSeq(db)
+			checkCut(t, path, orig, lo, hi, next, what)
 		} else if tg.name == "journal last file" && len(damaged) < len(orig) && string(orig[:len(damaged)]) == string(damaged) {
-			out = dkBoundary
-			next = db.jnl.NextSeq()
-			dkCheckCut(t, path, orig, lo, hi, next, what)
+			out = outcomeBoundary
+			next = engine.JournalNextSeq(db)
+			checkCut(t, path, orig, lo, hi, next, what)
 		}
-		if dkCheckData(t, db, fx, fx.model(next), what) && out == dkExact {
-			out = dkReadErr
+		if checkData(t, db, fx, fx.model(next), what) && out == outcomeExact {
+			out = outcomeReadErr
 		}
 		db.Close()
 	}
-	dkCheckReport(t, rep, tg.name, rel, out, what)
+	checkReport(t, rep, tg.name, rel, out, what)
 	return out
 }
 
-// dkVerify runs Verify, failing the test on a panic or an error.
-func dkVerify(t *testing.T, dir, what string) (rep *VerifyReport) {
+// verifyOutcome runs Verify, failing the test on a panic or an error.
+func verifyOutcome(t *testing.T, dir, what string) (rep *engine.VerifyReport) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("%s: Verify panicked: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	rep, err := Verify(dir)
+	rep, err := engine.Verify(dir)
 	if err != nil {
 		t.Fatalf("%s: Verify: %v", what, err)
 	}
 	return rep
 }
 
-// dkCheckReport checks that Verify named the damaged file.
-func dkCheckReport(t *testing.T, rep *VerifyReport, target, rel string, out dkOutcome, what string) {
+// checkReport checks that Verify named the damaged file.
+func checkReport(t *testing.T, rep *engine.VerifyReport, target, rel string, out outcome, what string) {
 	t.Helper()
 	if target == "LOCK" {
 		if !rep.Clean() {
@@ -404,17 +406,17 @@ func dkCheckReport(t *testing.T, rep *VerifyReport, target, rel string, out dkOu
 		}
 		return
 	}
-	var named []Problem
+	var named []engine.Problem
 	for _, p := range rep.Problems {
 		if p.File == rel {
 			named = append(named, p)
 		}
 	}
 	if len(named) == 0 {
-		if out == dkBoundary {
+		if out == outcomeBoundary {
 			return // nothing on disk says the cut entries ever existed
 		}
-		if out == dkRepaired {
+		if out == outcomeRepaired {
 			for _, n := range rep.Notes {
 				if strings.HasPrefix(n, rel+": torn tail") {
 					return
@@ -424,10 +426,10 @@ func dkCheckReport(t *testing.T, rep *VerifyReport, target, rel string, out dkOu
 		t.Errorf("%s (outcome: %s): Verify does not name %s; problems %v, notes %v", what, out, rel, rep.Problems, rep.Notes)
 		return
 	}
-	if out == dkRepaired {
+	if out == outcomeRepaired {
 		t.Errorf("%s: Open repaired a torn tail, but Verify reports it as damage: %v", what, named)
 	}
-	if strings.HasPrefix(rel, journalDir) || strings.HasPrefix(rel, segmentDir) {
+	if strings.HasPrefix(rel, engine.JournalDir) || strings.HasPrefix(rel, engine.SegmentDir) {
 		for _, p := range named {
 			if p.Offset >= 0 || p.Record != "" {
 				return
@@ -437,10 +439,10 @@ func dkCheckReport(t *testing.T, rep *VerifyReport, target, rel string, out dkOu
 	}
 }
 
-// dkCheckData reads every item of the fixture's universe and every item
+// checkData reads every item of the fixture's universe and every item
 // Items yields: each must be exactly the version model holds, or fail with
 // ErrCorrupt. It returns whether any ErrCorrupt was met.
-func dkCheckData(t *testing.T, db *DB, fx *dkFixture, model map[string]map[string]ckState, what string) (corrupt bool) {
+func checkData(t *testing.T, db *engine.DB, fx *kindsFixture, model map[string]map[string]itemState, what string) (corrupt bool) {
 	t.Helper()
 	ctx := context.Background()
 	defer func() {
@@ -448,28 +450,28 @@ func dkCheckData(t *testing.T, db *DB, fx *dkFixture, model map[string]map[strin
 			t.Fatalf("%s: reading panicked: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	for cid, c := range dmgContainers(t, db) {
+	for cid, c := range openContainers(t, db) {
 		m := model[cid]
 		visible := 0
 		for id := range fx.universe[cid] {
 			want := m[id]
-			if want.visible(dmgClock) {
+			if visibleAt(want, damageNow) {
 				visible++
 			}
 			it, err := c.Read(ctx, id)
 			switch {
-			case errors.Is(err, ErrCorrupt):
+			case errors.Is(err, engine.ErrCorrupt):
 				corrupt = true
-			case errors.Is(err, ErrNotFound):
-				if want.visible(dmgClock) {
+			case errors.Is(err, engine.ErrNotFound):
+				if visibleAt(want, damageNow) {
 					t.Errorf("%s: %s/%s: not found, want %v", what, cid, id, want)
 				}
 			case err != nil:
 				t.Errorf("%s: %s/%s: Read = %v, want the item or ErrCorrupt", what, cid, id, err)
-			case !want.visible(dmgClock):
+			case !visibleAt(want, damageNow):
 				t.Errorf("%s: %s/%s: Read returned %s %.80s, want not found", what, cid, id, it.ETag, it.Body)
 			default:
-				if err := ckCheckItem(it, id, want); err != nil {
+				if err := checkItem(it, id, want); err != nil {
 					t.Errorf("%s: %s/%s: wrong data: %v", what, cid, id, err)
 				}
 			}
@@ -482,14 +484,14 @@ func dkCheckData(t *testing.T, db *DB, fx *dkFixture, model map[string]map[strin
 				break
 			}
 			got++
-			if want := m[it.ID]; !want.visible(dmgClock) {
+			if want := m[it.ID]; !visibleAt(want, damageNow) {
 				t.Errorf("%s: %s: Items yielded %s, want it absent", what, cid, it.ID)
-			} else if err := ckCheckItem(it, it.ID, want); err != nil {
+			} else if err := checkItem(it, it.ID, want); err != nil {
 				t.Errorf("%s: %s: Items: wrong data: %v", what, cid, err)
 			}
 		}
 		switch {
-		case errors.Is(iterErr, ErrCorrupt):
+		case errors.Is(iterErr, engine.ErrCorrupt):
 			corrupt = true
 		case iterErr != nil:
 			t.Errorf("%s: %s: Items ended with %v, want ErrCorrupt or nothing", what, cid, iterErr)
@@ -503,18 +505,18 @@ func dkCheckData(t *testing.T, db *DB, fx *dkFixture, model map[string]map[strin
 	return corrupt
 }
 
-// dkCheckCut checks a repair of the journal file at path, whose bytes
+// checkCut checks a repair of the journal file at path, whose bytes
 // were orig before damage to [lo, hi): the entries before the damage are
 // kept (next, the first seq dropped, is past them), and no entry that lies
 // whole after the damage, intact, was dropped: that is corruption to
 // report, not a torn write to cut.
-func dkCheckCut(t *testing.T, path string, orig []byte, lo, hi int, next uint64, what string) {
+func checkCut(t *testing.T, path string, orig []byte, lo, hi int, next uint64, what string) {
 	t.Helper()
 	tmp := filepath.Join(t.TempDir(), filepath.Base(path))
 	if err := os.WriteFile(tmp, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	es, _ := ckPLEntries(t, tmp)
+	es, _ := journalEntries(t, tmp)
 	for _, e := range es {
 		switch {
 		case e.end <= int64(lo) && e.seq >= next:

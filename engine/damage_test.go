@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 // Damage tests: bytes damaged on disk are reported
 // as ErrCorrupt, never returned as data, never skipped silently, never a
@@ -8,7 +8,7 @@ package engine
 // Each test builds a small database whose records sit in compacted segment
 // files, in sealed but uncompacted segment files (puts and tombstones), and
 // in several journal files, closes it, and then damages copies of it.
-// Helpers are prefixed dmg; the write model (ckDoc, ckState, ckVerify) is in
+// The write model (crashDoc, itemState, verifyContainer) is in
 // crash_test.go.
 
 import (
@@ -30,30 +30,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/internal/testutil"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/index"
 )
 
-// dmgFixture is a closed database and what it must hold.
-type dmgFixture struct {
+// damageFixture is a closed database and what it must hold.
+type damageFixture struct {
 	dir         string // pristine: only ever copied
-	compression Compression
-	model       map[string]map[string]ckState // container -> id -> visible version
-	universe    map[string]map[string]bool    // container -> every id written
+	compression engine.Compression
+	model       map[string]map[string]itemState // container -> id -> visible version
+	universe    map[string]map[string]bool      // container -> every id written
 	locs        map[string]map[string]index.Loc
 	owner       map[uint32]string // segment file -> container
 	journalFrom uint64
 	// The journal's very last entry: one write of last.id, whose state was
 	// lastBefore before it.
 	lastContainer, lastID string
-	lastBefore            ckState
+	lastBefore            itemState
 }
 
-const dmgClock = t0 + 500
+const damageNow = t0 + 500
 
-func dmgOptions(c Compression) *Options {
-	return &Options{
-		Clock:              func() time.Time { return time.Unix(dmgClock, 0) },
+func damageOptions(c engine.Compression) *engine.Options {
+	return &engine.Options{
+		Clock:              func() time.Time { return time.Unix(damageNow, 0) },
 		BlockSize:          1 << 10,
 		JournalSegmentSize: 4 << 10,
 		Compression:        c,
@@ -62,36 +64,36 @@ func dmgOptions(c Compression) *Options {
 	}
 }
 
-// dmgOpen opens dir, failing the test on a panic.
-func dmgOpen(t *testing.T, dir string, c Compression) (db *DB, err error) {
+// openDamaged opens dir, failing the test on a panic.
+func openDamaged(t *testing.T, dir string, c engine.Compression) (db *engine.DB, err error) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("Open(%s) panicked: %v\n%s", dir, r, debug.Stack())
 		}
 	}()
-	return Open(dir, dmgOptions(c))
+	return engine.Open(dir, damageOptions(c))
 }
 
-// dmgBuild writes the fixture database.
-func dmgBuild(t *testing.T, comp Compression) *dmgFixture {
+// buildDamageFixture writes the fixture database.
+func buildDamageFixture(t *testing.T, comp engine.Compression) *damageFixture {
 	t.Helper()
 	ctx := context.Background()
-	fx := &dmgFixture{
+	fx := &damageFixture{
 		dir:         filepath.Join(t.TempDir(), "pristine"),
 		compression: comp,
-		model:       map[string]map[string]ckState{"c": {}, "d": {}},
+		model:       map[string]map[string]itemState{"c": {}, "d": {}},
 		universe:    map[string]map[string]bool{"c": {}, "d": {}},
 		locs:        map[string]map[string]index.Loc{},
 		owner:       map[uint32]string{},
 	}
-	db, err := Open(fx.dir, dmgOptions(comp))
+	db, err := engine.Open(fx.dir, damageOptions(comp))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := map[string]*Container{}
+	cs := map[string]*engine.Container{}
 	for _, id := range []string{"c", "d"} {
-		cs[id] = mustCreateContainer(t, db, ContainerProperties{ID: id, DefaultTTL: TTL(ckDefaultTTL)})
+		cs[id] = mustCreateContainer(t, db, engine.ContainerProperties{ID: id, DefaultTTL: engine.TTL(crashDefaultTTL)})
 	}
 	rng := rand.New(rand.NewPCG(uint64(comp), 99))
 	n := 0
@@ -101,7 +103,7 @@ func dmgBuild(t *testing.T, comp Compression) *dmgFixture {
 		fx.universe[cid][id] = true
 		before := m[id]
 		if del {
-			if !before.present {
+			if !before.Present {
 				return
 			}
 			if err := c.Delete(ctx, id); err != nil {
@@ -111,11 +113,11 @@ func dmgBuild(t *testing.T, comp Compression) *dmgFixture {
 		} else {
 			w := fmt.Sprintf("f%d.%s", n, cid)
 			n++
-			it, err := c.Upsert(ctx, ckDoc(id, w))
+			it, err := c.Upsert(ctx, crashDoc(id, w))
 			if err != nil {
 				t.Fatal(err)
 			}
-			m[id] = ckState{present: true, w: w, ts: dmgClock, etag: it.ETag}
+			m[id] = itemState{Present: true, W: w, TS: damageNow, ETag: it.ETag}
 		}
 		fx.lastContainer, fx.lastID, fx.lastBefore = cid, id, before
 	}
@@ -162,27 +164,25 @@ func dmgBuild(t *testing.T, comp Compression) *dmgFixture {
 	}
 
 	// Check the pristine database and note where every item lives.
-	db, err = Open(fx.dir, dmgOptions(comp))
+	db, err = engine.Open(fx.dir, damageOptions(comp))
 	if err != nil {
 		t.Fatalf("open pristine: %v", err)
 	}
-	for cid, c := range dmgContainers(t, db) {
-		ckVerify(t, c, dmgClock, ckExact(fx.model[cid], fx.universe[cid]))
-		c.mu.RLock()
+	for cid, c := range openContainers(t, db) {
+		verifyContainer(t, c, damageNow, exactStates(fx.model[cid], fx.universe[cid]))
 		fx.locs[cid] = map[string]index.Loc{}
 		for id := range fx.model[cid] {
-			s, ok := c.idx.Get(id)
+			loc, ok := engine.ItemLoc(c, id)
 			if !ok {
 				t.Fatalf("%s/%s not in the index", cid, id)
 			}
-			fx.locs[cid][id] = s.Loc
+			fx.locs[cid][id] = loc
 		}
-		for num := range c.files {
+		for _, num := range engine.SegmentNums(c) {
 			fx.owner[num] = cid
 		}
-		c.mu.RUnlock()
 	}
-	if r := db.jnl.Repair(); r != nil {
+	if r := engine.JournalRepair(db); r != nil {
 		t.Fatalf("pristine open repaired %+v", r)
 	}
 	if err := db.Close(); err != nil {
@@ -191,24 +191,24 @@ func dmgBuild(t *testing.T, comp Compression) *dmgFixture {
 	if t.Failed() {
 		t.FailNow()
 	}
-	m, err := readManifest(fx.dir)
+	m, err := engine.ReadManifest(fx.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fx.journalFrom = m.JournalFrom
-	if rep, err := Verify(fx.dir); err != nil || !rep.Clean() {
+	if rep, err := engine.Verify(fx.dir); err != nil || !rep.Clean() {
 		t.Fatalf("Verify of the pristine database: %v %+v", err, rep)
 	}
-	jfiles, _ := journal.Files(filepath.Join(fx.dir, journalDir))
+	jfiles, _ := journal.Files(filepath.Join(fx.dir, engine.JournalDir))
 	if len(fx.owner) < 4 || len(jfiles) < 3 {
 		t.Fatalf("fixture too small: %d segment files, %d journal files", len(fx.owner), len(jfiles))
 	}
 	return fx
 }
 
-func dmgContainers(t *testing.T, db *DB) map[string]*Container {
+func openContainers(t *testing.T, db *engine.DB) map[string]*engine.Container {
 	t.Helper()
-	out := map[string]*Container{}
+	out := map[string]*engine.Container{}
 	for _, id := range []string{"c", "d"} {
 		c, err := db.Container(id)
 		if err != nil {
@@ -219,36 +219,8 @@ func dmgContainers(t *testing.T, db *DB) map[string]*Container {
 	return out
 }
 
-// dmgCopy copies the fixture to a fresh directory dst (removing what was
-// there) and returns dst.
-func dmgCopy(t *testing.T, src, dst string) string {
-	t.Helper()
-	if err := os.RemoveAll(dst); err != nil {
-		t.Fatal(err)
-	}
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-// dmgSnapshot hashes every file and folder under dir except the LOCK file.
-func dmgSnapshot(t *testing.T, dir string) map[string]string {
+// snapshotItems hashes every file and folder under dir except the LOCK file.
+func snapshotItems(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	snap := map[string]string{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -276,7 +248,7 @@ func dmgSnapshot(t *testing.T, dir string) map[string]string {
 	return snap
 }
 
-func dmgDiff(a, b map[string]string) string {
+func diffSnapshots(a, b map[string]string) string {
 	var d []string
 	for k, v := range a {
 		if w, ok := b[k]; !ok {
@@ -294,40 +266,40 @@ func dmgDiff(a, b map[string]string) string {
 	return strings.Join(d, ", ")
 }
 
-// dmgMustRefuse opens the damaged dir and requires ErrCorrupt with every
+// mustRefuse opens the damaged dir and requires ErrCorrupt with every
 // file left as it was.
-func dmgMustRefuse(t *testing.T, dir string, comp Compression, what string) {
+func mustRefuse(t *testing.T, dir string, comp engine.Compression, what string) {
 	t.Helper()
-	before := dmgSnapshot(t, dir)
-	db, err := dmgOpen(t, dir, comp)
+	before := snapshotItems(t, dir)
+	db, err := openDamaged(t, dir, comp)
 	if err == nil {
 		db.Close()
 		t.Errorf("%s: Open succeeded, want ErrCorrupt", what)
 		return
 	}
-	if !errors.Is(err, ErrCorrupt) {
+	if !errors.Is(err, engine.ErrCorrupt) {
 		t.Errorf("%s: Open = %v, want ErrCorrupt", what, err)
 	}
-	if d := dmgDiff(before, dmgSnapshot(t, dir)); d != "" {
+	if d := diffSnapshots(before, snapshotItems(t, dir)); d != "" {
 		t.Errorf("%s: the refused Open changed the directory: %s", what, d)
 	}
 }
 
-// dmgCheckVerify requires Verify to report damage in dir.
-func dmgCheckVerify(t *testing.T, dir, what string) {
+// checkVerifyNames requires Verify to report damage in dir.
+func checkVerifyNames(t *testing.T, dir, what string) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("%s: Verify panicked: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	rep, err := Verify(dir)
+	rep, err := engine.Verify(dir)
 	if err == nil && rep.Clean() {
 		t.Errorf("%s: Verify reports no problem", what)
 	}
 }
 
-func dmgFlip(t *testing.T, path string, off int64, mask byte) {
+func flipBits(t *testing.T, path string, off int64, mask byte) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -339,19 +311,27 @@ func dmgFlip(t *testing.T, path string, off int64, mask byte) {
 	}
 }
 
-func dmgBit(rng *rand.Rand) byte {
+func randomBit(rng *rand.Rand) byte {
 	if rng.IntN(4) == 0 {
 		return byte(1 + rng.IntN(255)) // several bits
 	}
 	return 1 << rng.IntN(8)
 }
 
-func dmgSeed(t *testing.T) *rand.Rand {
+// compressionNames names the subtests of each compression.
+var compressionNames = map[engine.Compression]string{
+	engine.CompressionZstd: "zstd",
+	engine.CompressionS2:   "s2",
+	engine.CompressionNone: "none",
+}
+
+func damageRand(t *testing.T) *rand.Rand {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("EBB_DAMAGE_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (EBB_DAMAGE_SEED replays it)", seed)
+	replayOnFailure(t, "EBB_DAMAGE_SEED", uint64(seed))
 	return rand.New(rand.NewPCG(seed, 3))
 }
 
@@ -365,20 +345,20 @@ func dmgSeed(t *testing.T) *rand.Rand {
 // segments may be refused or ignored. Whenever Open succeeds, every item is
 // exactly right.
 func TestDamageJournal(t *testing.T) {
-	fx := dmgBuild(t, CompressionZstd)
-	rng := dmgSeed(t)
+	fx := buildDamageFixture(t, engine.CompressionZstd)
+	rng := damageRand(t)
 	work := filepath.Join(t.TempDir(), "db")
-	jfiles, err := journal.Files(filepath.Join(fx.dir, journalDir))
+	jfiles, err := journal.Files(filepath.Join(fx.dir, engine.JournalDir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	type spot struct {
 		file  string
-		entry ckPLEntry
+		entry journalEntry
 	}
 	var needed, sealed, last []spot
 	for i, f := range jfiles {
-		es, _ := ckPLEntries(t, f)
+		es, _ := journalEntries(t, f)
 		for j, e := range es {
 			s := spot{f, e}
 			switch {
@@ -413,50 +393,50 @@ func TestDamageJournal(t *testing.T) {
 		}
 		s := pool[rng.IntN(len(pool))]
 		off := s.entry.off + rng.Int64N(s.entry.end-s.entry.off)
-		mask := dmgBit(rng)
-		dir := dmgCopy(t, fx.dir, work)
-		path := filepath.Join(dir, journalDir, filepath.Base(s.file))
-		dmgFlip(t, path, off, mask)
+		mask := randomBit(rng)
+		dir := testutil.MustCopyDir(t, fx.dir, work)
+		path := filepath.Join(dir, engine.JournalDir, filepath.Base(s.file))
+		flipBits(t, path, off, mask)
 		what := fmt.Sprintf("%s entry seq %d of %s: byte %d ^ %#02x", class, s.entry.seq, filepath.Base(s.file), off, mask)
 		counts[class]++
 
 		if class == "needed" {
-			dmgMustRefuse(t, dir, fx.compression, what)
-			dmgCheckVerify(t, dir, what)
+			mustRefuse(t, dir, fx.compression, what)
+			checkVerifyNames(t, dir, what)
 		} else {
-			before := dmgSnapshot(t, dir)
-			db, err := dmgOpen(t, dir, fx.compression)
+			before := snapshotItems(t, dir)
+			db, err := openDamaged(t, dir, fx.compression)
 			if err != nil {
-				if !errors.Is(err, ErrCorrupt) {
+				if !errors.Is(err, engine.ErrCorrupt) {
 					t.Errorf("%s: Open = %v, want success or ErrCorrupt", what, err)
 				}
-				if d := dmgDiff(before, dmgSnapshot(t, dir)); d != "" {
+				if d := diffSnapshots(before, snapshotItems(t, dir)); d != "" {
 					t.Errorf("%s: the refused Open changed the directory: %s", what, d)
 				}
 				counts[class+" refused"]++
 			} else {
 				model := fx.model
-				if rep := db.jnl.Repair(); rep != nil {
+				if rep := engine.JournalRepair(db); rep != nil {
 					if class != "last" {
 						t.Errorf("%s: Open cut the journal although entries follow the damage: %+v", what, rep)
 					}
 					// The torn last entry is gone, and only it.
-					model = map[string]map[string]ckState{}
+					model = map[string]map[string]itemState{}
 					for cid, m := range fx.model {
-						model[cid] = map[string]ckState{}
+						model[cid] = map[string]itemState{}
 						for id, st := range m {
 							model[cid][id] = st
 						}
 					}
-					if fx.lastBefore.present {
+					if fx.lastBefore.Present {
 						model[fx.lastContainer][fx.lastID] = fx.lastBefore
 					} else {
 						delete(model[fx.lastContainer], fx.lastID)
 					}
 					counts[class+" repaired"]++
 				}
-				for cid, c := range dmgContainers(t, db) {
-					ckVerify(t, c, dmgClock, ckExact(model[cid], fx.universe[cid]))
+				for cid, c := range openContainers(t, db) {
+					verifyContainer(t, c, damageNow, exactStates(model[cid], fx.universe[cid]))
 				}
 				db.Close()
 			}
@@ -468,22 +448,22 @@ func TestDamageJournal(t *testing.T) {
 	t.Logf("%d journal flips in %s: %v", counts["needed"]+counts["sealed"]+counts["last"], time.Since(start).Round(time.Millisecond), counts)
 }
 
-// dmgLayout is where the blocks of a segment file are, read from its
+// segLayout is where the blocks of a segment file are, read from its
 // footer and block table (segment/doc.go).
-type dmgLayout struct {
+type segLayout struct {
 	size                          int64
 	blocks                        [][2]int64 // data block i spans [blocks[i][0], blocks[i][1])
 	indexOff, tableOff, footerOff int64
 }
 
-func dmgSegLayout(t *testing.T, path string) dmgLayout {
+func readSegLayout(t *testing.T, path string) segLayout {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	le := binary.LittleEndian
-	l := dmgLayout{size: int64(len(b)), footerOff: int64(len(b)) - 128}
+	l := segLayout{size: int64(len(b)), footerOff: int64(len(b)) - 128}
 	ft := b[l.footerOff:]
 	l.indexOff = int64(le.Uint64(ft[0:]))
 	l.tableOff = l.indexOff + int64(le.Uint32(ft[8:]))
@@ -501,12 +481,12 @@ func dmgSegLayout(t *testing.T, path string) dmgLayout {
 	return l
 }
 
-func dmgSegPath(dir string, num uint32) string {
-	return filepath.Join(dir, segmentDir, fmt.Sprintf("%08d.seg", num))
+func segPath(dir string, num uint32) string {
+	return filepath.Join(dir, engine.SegmentDir, fmt.Sprintf("%08d.seg", num))
 }
 
 // segNums returns the fixture's segment files in order.
-func (fx *dmgFixture) segNums() []uint32 {
+func (fx *damageFixture) segNums() []uint32 {
 	var nums []uint32
 	for n := range fx.owner {
 		nums = append(nums, n)
@@ -522,23 +502,23 @@ func (fx *dmgFixture) segNums() []uint32 {
 // yield the items before the first damaged one and then ErrCorrupt, and
 // compacting the damaged file must fail with ErrCorrupt and lose nothing.
 func TestDamageSegmentData(t *testing.T) {
-	budgets := map[Compression]time.Duration{CompressionZstd: 5 * time.Second, CompressionS2: 3 * time.Second, CompressionNone: 3 * time.Second}
+	budgets := map[engine.Compression]time.Duration{engine.CompressionZstd: 5 * time.Second, engine.CompressionS2: 3 * time.Second, engine.CompressionNone: 3 * time.Second}
 	minTrials := 8
 	if testing.Short() {
-		budgets = map[Compression]time.Duration{CompressionZstd: time.Second, CompressionS2: time.Second / 2, CompressionNone: time.Second / 2}
+		budgets = map[engine.Compression]time.Duration{engine.CompressionZstd: time.Second, engine.CompressionS2: time.Second / 2, engine.CompressionNone: time.Second / 2}
 		minTrials = 4
 	}
-	for _, comp := range []Compression{CompressionZstd, CompressionS2, CompressionNone} {
+	for _, comp := range []engine.Compression{engine.CompressionZstd, engine.CompressionS2, engine.CompressionNone} {
 		budget := budgets[comp]
-		t.Run(comp.segment(false).String(), func(t *testing.T) {
+		t.Run(compressionNames[comp], func(t *testing.T) {
 			ctx := context.Background()
-			fx := dmgBuild(t, comp)
-			rng := dmgSeed(t)
+			fx := buildDamageFixture(t, comp)
+			rng := damageRand(t)
 			work := filepath.Join(t.TempDir(), "db")
 			nums := fx.segNums()
-			layouts := map[uint32]dmgLayout{}
+			layouts := map[uint32]segLayout{}
 			for _, n := range nums {
-				layouts[n] = dmgSegLayout(t, dmgSegPath(fx.dir, n))
+				layouts[n] = readSegLayout(t, segPath(fx.dir, n))
 			}
 			start := time.Now()
 			trials, affectedReads, compacts := 0, 0, 0
@@ -550,9 +530,9 @@ func TestDamageSegmentData(t *testing.T) {
 				l := layouts[num]
 				blk := rng.IntN(len(l.blocks))
 				off := l.blocks[blk][0] + rng.Int64N(l.blocks[blk][1]-l.blocks[blk][0])
-				mask := dmgBit(rng)
-				dir := dmgCopy(t, fx.dir, work)
-				dmgFlip(t, dmgSegPath(dir, num), off, mask)
+				mask := randomBit(rng)
+				dir := testutil.MustCopyDir(t, fx.dir, work)
+				flipBits(t, segPath(dir, num), off, mask)
 				what := fmt.Sprintf("segment %d (container %s) block %d: byte %d ^ %#02x", num, fx.owner[num], blk, off, mask)
 
 				cid := fx.owner[num]
@@ -566,29 +546,29 @@ func TestDamageSegmentData(t *testing.T) {
 				for _, loc := range fx.locs[cid] {
 					liveInFile = liveInFile || loc.File == num
 				}
-				db, err := dmgOpen(t, dir, comp)
+				db, err := openDamaged(t, dir, comp)
 				if err != nil {
 					t.Fatalf("%s: Open = %v; a data block is not read at open", what, err)
 				}
-				cs := dmgContainers(t, db)
-				dmgCheckDamagedReads(t, what, cs, fx, cid, affected, trials%4 == 0)
+				cs := openContainers(t, db)
+				checkDamagedReads(t, what, cs, fx, cid, affected, trials%4 == 0)
 				affectedReads += len(affected)
 				if trials%3 == 0 {
 					compacts++
 					err := cs[cid].Compact(ctx)
 					switch {
-					case liveInFile && !errors.Is(err, ErrCorrupt):
+					case liveInFile && !errors.Is(err, engine.ErrCorrupt):
 						t.Errorf("%s: Compact = %v, want ErrCorrupt: the file holds live records", what, err)
 					case !liveInFile && err != nil:
 						t.Errorf("%s: Compact = %v; the file holds no live record and may be dropped unread", what, err)
 					}
-					dmgCheckDamagedReads(t, what+", then Compact", cs, fx, cid, affected, false)
+					checkDamagedReads(t, what+", then Compact", cs, fx, cid, affected, false)
 				}
 				if err := db.Close(); err != nil {
 					t.Errorf("%s: Close: %v", what, err)
 				}
 				if liveInFile && trials%4 == 1 {
-					dmgCheckVerify(t, dir, what)
+					checkVerifyNames(t, dir, what)
 				}
 				if t.Failed() {
 					t.Fatalf("after %s (copy in %s)", what, dir)
@@ -600,17 +580,17 @@ func TestDamageSegmentData(t *testing.T) {
 	}
 }
 
-// dmgCheckDamagedReads checks every container after a data block of
+// checkDamagedReads checks every container after a data block of
 // container cid was damaged: the affected items fail with ErrCorrupt, all
 // others are exact.
 // With full unset, the other containers are not checked.
-func dmgCheckDamagedReads(t *testing.T, what string, cs map[string]*Container, fx *dmgFixture, cid string, affected map[string]bool, full bool) {
+func checkDamagedReads(t *testing.T, what string, cs map[string]*engine.Container, fx *damageFixture, cid string, affected map[string]bool, full bool) {
 	t.Helper()
 	ctx := context.Background()
 	for name, c := range cs {
 		if name != cid || len(affected) == 0 {
 			if name == cid || full {
-				ckVerify(t, c, dmgClock, ckExact(fx.model[name], fx.universe[name]))
+				verifyContainer(t, c, damageNow, exactStates(fx.model[name], fx.universe[name]))
 			}
 			continue
 		}
@@ -620,21 +600,21 @@ func dmgCheckDamagedReads(t *testing.T, what string, cs map[string]*Container, f
 		}
 		sort.Strings(ids)
 		for _, id := range ids {
-			it, err := dmgRead(t, c, id)
+			it, err := readAll(t, c, id)
 			want := fx.model[name][id]
 			switch {
 			case affected[id]:
-				if !errors.Is(err, ErrCorrupt) {
+				if !errors.Is(err, engine.ErrCorrupt) {
 					t.Errorf("%s: Read(%q) of an item in the damaged block = %v %.100s, want ErrCorrupt", what, id, err, it.Body)
 				}
-			case !want.present:
-				if !errors.Is(err, ErrNotFound) {
+			case !want.Present:
+				if !errors.Is(err, engine.ErrNotFound) {
 					t.Errorf("%s: Read(%q) = %v %.100s, want ErrNotFound", what, id, err, it.Body)
 				}
 			case err != nil:
 				t.Errorf("%s: Read(%q) = %v, want %s", what, id, err, want)
 			default:
-				if err := ckCheckItem(it, id, want); err != nil {
+				if err := checkItem(it, id, want); err != nil {
 					t.Errorf("%s: Read(%q): %v", what, id, err)
 				}
 			}
@@ -666,12 +646,12 @@ func dmgCheckDamagedReads(t *testing.T, what string, cs map[string]*Container, f
 				got = append(got, it.ID)
 				if affected[it.ID] {
 					t.Errorf("%s: Items yielded %q from the damaged block: %.100s", what, it.ID, it.Body)
-				} else if err := ckCheckItem(it, it.ID, fx.model[name][it.ID]); err != nil {
+				} else if err := checkItem(it, it.ID, fx.model[name][it.ID]); err != nil {
 					t.Errorf("%s: Items: %v", what, err)
 				}
 			}
 		}()
-		if !errors.Is(iterErr, ErrCorrupt) {
+		if !errors.Is(iterErr, engine.ErrCorrupt) {
 			t.Errorf("%s: Items ended with %v, want ErrCorrupt (%d items live in the damaged block)", what, iterErr, len(affected))
 		}
 		if fmt.Sprint(got) != fmt.Sprint(live[:k]) {
@@ -680,7 +660,7 @@ func dmgCheckDamagedReads(t *testing.T, what string, cs map[string]*Container, f
 	}
 }
 
-func dmgRead(t *testing.T, c *Container, id string) (it Item, err error) {
+func readAll(t *testing.T, c *engine.Container, id string) (it engine.Item, err error) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
@@ -695,8 +675,8 @@ func dmgRead(t *testing.T, c *Container, id string) (it Item, err error) {
 // must fail with ErrCorrupt and change nothing (no file removed as an
 // orphan, no journal touched).
 func TestDamageSegmentMeta(t *testing.T) {
-	fx := dmgBuild(t, CompressionZstd)
-	rng := dmgSeed(t)
+	fx := buildDamageFixture(t, engine.CompressionZstd)
+	rng := damageRand(t)
 	work := filepath.Join(t.TempDir(), "db")
 	nums := fx.segNums()
 	budget, minTrials := 5*time.Second, 4*len(nums)*2
@@ -712,7 +692,7 @@ func TestDamageSegmentMeta(t *testing.T) {
 		}
 		num := nums[trial%len(nums)]
 		region := regions[(trial/len(nums))%len(regions)]
-		l := dmgSegLayout(t, dmgSegPath(fx.dir, num))
+		l := readSegLayout(t, segPath(fx.dir, num))
 		var lo, hi int64
 		switch region {
 		case "header":
@@ -725,13 +705,13 @@ func TestDamageSegmentMeta(t *testing.T) {
 			lo, hi = l.footerOff, l.size
 		}
 		off := lo + rng.Int64N(hi-lo)
-		mask := dmgBit(rng)
-		dir := dmgCopy(t, fx.dir, work)
-		dmgFlip(t, dmgSegPath(dir, num), off, mask)
+		mask := randomBit(rng)
+		dir := testutil.MustCopyDir(t, fx.dir, work)
+		flipBits(t, segPath(dir, num), off, mask)
 		what := fmt.Sprintf("segment %d %s: byte %d ^ %#02x", num, region, off, mask)
-		dmgMustRefuse(t, dir, fx.compression, what)
+		mustRefuse(t, dir, fx.compression, what)
 		if trial%4 == 0 {
-			dmgCheckVerify(t, dir, what)
+			checkVerifyNames(t, dir, what)
 		}
 		counts[region]++
 		if t.Failed() {
@@ -743,46 +723,46 @@ func TestDamageSegmentMeta(t *testing.T) {
 
 // TestDamageSegmentTruncated cuts, extends and removes segment files.
 func TestDamageSegmentTruncated(t *testing.T) {
-	fx := dmgBuild(t, CompressionZstd)
-	rng := dmgSeed(t)
+	fx := buildDamageFixture(t, engine.CompressionZstd)
+	rng := damageRand(t)
 	work := filepath.Join(t.TempDir(), "db")
 	for _, num := range fx.segNums() {
-		l := dmgSegLayout(t, dmgSegPath(fx.dir, num))
+		l := readSegLayout(t, segPath(fx.dir, num))
 		cuts := []int64{0, 1, 15, 16, 17, l.indexOff, l.tableOff, l.footerOff - 1, l.footerOff, l.footerOff + 1, l.size - 8, l.size - 1}
 		for range 6 {
 			cuts = append(cuts, rng.Int64N(l.size))
 		}
 		for _, n := range cuts {
-			dir := dmgCopy(t, fx.dir, work)
-			if err := os.Truncate(dmgSegPath(dir, num), n); err != nil {
+			dir := testutil.MustCopyDir(t, fx.dir, work)
+			if err := os.Truncate(segPath(dir, num), n); err != nil {
 				t.Fatal(err)
 			}
-			dmgMustRefuse(t, dir, fx.compression, fmt.Sprintf("segment %d of %d bytes cut to %d", num, l.size, n))
+			mustRefuse(t, dir, fx.compression, fmt.Sprintf("segment %d of %d bytes cut to %d", num, l.size, n))
 		}
 		for _, extra := range [][]byte{make([]byte, 1), make([]byte, 4096), []byte("garbage after the footer")} {
-			dir := dmgCopy(t, fx.dir, work)
-			f, err := os.OpenFile(dmgSegPath(dir, num), os.O_APPEND|os.O_WRONLY, 0)
+			dir := testutil.MustCopyDir(t, fx.dir, work)
+			f, err := os.OpenFile(segPath(dir, num), os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			f.Write(extra)
 			f.Close()
-			dmgMustRefuse(t, dir, fx.compression, fmt.Sprintf("segment %d with %d bytes appended", num, len(extra)))
+			mustRefuse(t, dir, fx.compression, fmt.Sprintf("segment %d with %d bytes appended", num, len(extra)))
 		}
 		// A file the manifest names is missing: an error, and nothing else
 		// removed. (Not a checksum failure, so ErrCorrupt is not required.)
-		dir := dmgCopy(t, fx.dir, work)
-		if err := os.Remove(dmgSegPath(dir, num)); err != nil {
+		dir := testutil.MustCopyDir(t, fx.dir, work)
+		if err := os.Remove(segPath(dir, num)); err != nil {
 			t.Fatal(err)
 		}
-		before := dmgSnapshot(t, dir)
-		if db, err := dmgOpen(t, dir, fx.compression); err == nil {
+		before := snapshotItems(t, dir)
+		if db, err := openDamaged(t, dir, fx.compression); err == nil {
 			db.Close()
 			t.Errorf("segment %d removed: Open succeeded", num)
-		} else if !errors.Is(err, ErrCorrupt) {
+		} else if !errors.Is(err, engine.ErrCorrupt) {
 			t.Logf("segment %d removed: Open = %v (not ErrCorrupt)", num, err)
 		}
-		if d := dmgDiff(before, dmgSnapshot(t, dir)); d != "" {
+		if d := diffSnapshots(before, snapshotItems(t, dir)); d != "" {
 			t.Errorf("segment %d removed: the refused Open changed the directory: %s", num, d)
 		}
 		if t.Failed() {
@@ -793,10 +773,10 @@ func TestDamageSegmentTruncated(t *testing.T) {
 
 // TestDamageManifest flips every byte of the MANIFEST, and cuts it.
 func TestDamageManifest(t *testing.T) {
-	fx := dmgBuild(t, CompressionZstd)
-	rng := dmgSeed(t)
+	fx := buildDamageFixture(t, engine.CompressionZstd)
+	rng := damageRand(t)
 	work := filepath.Join(t.TempDir(), "db")
-	orig, err := os.ReadFile(filepath.Join(fx.dir, manifestName))
+	orig, err := os.ReadFile(filepath.Join(fx.dir, engine.ManifestName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -807,13 +787,13 @@ func TestDamageManifest(t *testing.T) {
 	}
 	trials := 0
 	for off := 0; off < len(orig); off += step {
-		mask := dmgBit(rng)
-		dir := dmgCopy(t, fx.dir, work)
-		dmgFlip(t, filepath.Join(dir, manifestName), int64(off), mask)
+		mask := randomBit(rng)
+		dir := testutil.MustCopyDir(t, fx.dir, work)
+		flipBits(t, filepath.Join(dir, engine.ManifestName), int64(off), mask)
 		what := fmt.Sprintf("MANIFEST byte %d of %d ^ %#02x", off, len(orig), mask)
-		dmgMustRefuse(t, dir, fx.compression, what)
+		mustRefuse(t, dir, fx.compression, what)
 		if off%16 == 0 {
-			dmgCheckVerify(t, dir, what)
+			checkVerifyNames(t, dir, what)
 		}
 		trials++
 		if t.Failed() {
@@ -821,11 +801,11 @@ func TestDamageManifest(t *testing.T) {
 		}
 	}
 	for _, n := range []int{0, 1, 8, 19, 20, 21, len(orig) / 2, len(orig) - 1} {
-		dir := dmgCopy(t, fx.dir, work)
-		if err := os.Truncate(filepath.Join(dir, manifestName), int64(n)); err != nil {
+		dir := testutil.MustCopyDir(t, fx.dir, work)
+		if err := os.Truncate(filepath.Join(dir, engine.ManifestName), int64(n)); err != nil {
 			t.Fatal(err)
 		}
-		dmgMustRefuse(t, dir, fx.compression, fmt.Sprintf("MANIFEST cut to %d of %d bytes", n, len(orig)))
+		mustRefuse(t, dir, fx.compression, fmt.Sprintf("MANIFEST cut to %d of %d bytes", n, len(orig)))
 		trials++
 	}
 	t.Logf("%d damaged manifests refused in %s", trials, time.Since(start).Round(time.Millisecond))
@@ -835,22 +815,22 @@ func TestDamageManifest(t *testing.T) {
 // Open must refuse rather than start an empty database over it, and must
 // neither delete nor create anything.
 func TestDamageManifestMissing(t *testing.T) {
-	fx := dmgBuild(t, CompressionZstd)
+	fx := buildDamageFixture(t, engine.CompressionZstd)
 	work := filepath.Join(t.TempDir(), "db")
 	for _, variant := range []string{"all data", "journal only", "segments only"} {
-		dir := dmgCopy(t, fx.dir, work)
-		if err := os.Remove(filepath.Join(dir, manifestName)); err != nil {
+		dir := testutil.MustCopyDir(t, fx.dir, work)
+		if err := os.Remove(filepath.Join(dir, engine.ManifestName)); err != nil {
 			t.Fatal(err)
 		}
 		switch variant {
 		case "journal only":
-			os.RemoveAll(filepath.Join(dir, segmentDir))
-			os.Mkdir(filepath.Join(dir, segmentDir), 0o755)
+			os.RemoveAll(filepath.Join(dir, engine.SegmentDir))
+			os.Mkdir(filepath.Join(dir, engine.SegmentDir), 0o755)
 		case "segments only":
-			os.RemoveAll(filepath.Join(dir, journalDir))
+			os.RemoveAll(filepath.Join(dir, engine.JournalDir))
 		}
-		dmgMustRefuse(t, dir, fx.compression, "MANIFEST missing, "+variant)
-		if _, err := os.Stat(filepath.Join(dir, manifestName)); err == nil {
+		mustRefuse(t, dir, fx.compression, "MANIFEST missing, "+variant)
+		if _, err := os.Stat(filepath.Join(dir, engine.ManifestName)); err == nil {
 			t.Errorf("MANIFEST missing, %s: the refused Open wrote a MANIFEST", variant)
 		}
 	}
@@ -859,27 +839,27 @@ func TestDamageManifestMissing(t *testing.T) {
 // TestDamageClockFile damages the CLOCK file, a hint the engine must
 // tolerate: Open succeeds and every item is exact.
 func TestDamageClockFile(t *testing.T) {
-	fx := dmgBuild(t, CompressionZstd)
+	fx := buildDamageFixture(t, engine.CompressionZstd)
 	work := filepath.Join(t.TempDir(), "db")
 	for _, content := range [][]byte{nil, []byte("x"), bytes.Repeat([]byte{0xff}, 12), make([]byte, 12)} {
-		dir := dmgCopy(t, fx.dir, work)
-		if err := os.WriteFile(filepath.Join(dir, clockName), content, 0o644); err != nil {
+		dir := testutil.MustCopyDir(t, fx.dir, work)
+		if err := os.WriteFile(filepath.Join(dir, engine.ClockName), content, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		db, err := dmgOpen(t, dir, fx.compression)
+		db, err := openDamaged(t, dir, fx.compression)
 		if err != nil {
 			t.Fatalf("CLOCK %x: Open = %v", content, err)
 		}
-		for cid, c := range dmgContainers(t, db) {
-			ckVerify(t, c, dmgClock, ckExact(fx.model[cid], fx.universe[cid]))
+		for cid, c := range openContainers(t, db) {
+			verifyContainer(t, c, damageNow, exactStates(fx.model[cid], fx.universe[cid]))
 		}
 		db.Close()
 	}
 }
 
-// dmgOpenFiles lists this process's open file descriptors under dir
+// openFiles lists this process's open file descriptors under dir
 // (Linux only: nil, false elsewhere).
-func dmgOpenFiles(dir string) ([]string, bool) {
+func openFiles(dir string) ([]string, bool) {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		return nil, false
@@ -898,36 +878,36 @@ func dmgOpenFiles(dir string) ([]string, bool) {
 // directory leaves no file of it open (with the garbage collector off, so
 // that no finalizer hides a leak).
 func TestDamageRefusedOpenReleasesFiles(t *testing.T) {
-	if _, ok := dmgOpenFiles(os.TempDir()); !ok {
+	if _, ok := openFiles(os.TempDir()); !ok {
 		t.Skip("needs /proc/self/fd")
 	}
-	fx := dmgBuild(t, CompressionZstd)
+	fx := buildDamageFixture(t, engine.CompressionZstd)
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	jfiles, _ := journal.Files(filepath.Join(fx.dir, journalDir))
-	es, _ := ckPLEntries(t, jfiles[len(jfiles)-2])
+	jfiles, _ := journal.Files(filepath.Join(fx.dir, engine.JournalDir))
+	es, _ := journalEntries(t, jfiles[len(jfiles)-2])
 	num := fx.segNums()[len(fx.segNums())-1]
-	l := dmgSegLayout(t, dmgSegPath(fx.dir, num))
+	l := readSegLayout(t, segPath(fx.dir, num))
 	cases := []struct {
 		what   string
 		damage func(dir string)
 	}{
-		{"MANIFEST flipped", func(dir string) { dmgFlip(t, filepath.Join(dir, manifestName), 30, 1) }},
-		{"last segment file's index flipped", func(dir string) { dmgFlip(t, dmgSegPath(dir, num), l.indexOff+20, 1) }},
+		{"MANIFEST flipped", func(dir string) { flipBits(t, filepath.Join(dir, engine.ManifestName), 30, 1) }},
+		{"last segment file's index flipped", func(dir string) { flipBits(t, segPath(dir, num), l.indexOff+20, 1) }},
 		{"journal entry needed by replay flipped", func(dir string) {
 			e := es[len(es)/2]
-			dmgFlip(t, filepath.Join(dir, journalDir, filepath.Base(jfiles[len(jfiles)-2])), e.end-3, 1)
+			flipBits(t, filepath.Join(dir, engine.JournalDir, filepath.Base(jfiles[len(jfiles)-2])), e.end-3, 1)
 		}},
 	}
 	for i, tc := range cases {
-		dir := dmgCopy(t, fx.dir, filepath.Join(t.TempDir(), fmt.Sprint("db", i)))
+		dir := testutil.MustCopyDir(t, fx.dir, filepath.Join(t.TempDir(), fmt.Sprint("db", i)))
 		tc.damage(dir)
-		db, err := dmgOpen(t, dir, fx.compression)
+		db, err := openDamaged(t, dir, fx.compression)
 		if err == nil {
 			db.Close()
 			t.Errorf("%s: Open succeeded", tc.what)
 			continue
 		}
-		if open, _ := dmgOpenFiles(dir); len(open) > 0 {
+		if open, _ := openFiles(dir); len(open) > 0 {
 			t.Errorf("%s: Open failed (%v) but left files open: %v", tc.what, err, open)
 		}
 	}
@@ -944,13 +924,13 @@ func TestLockInProcess(t *testing.T) {
 	dir := t.TempDir()
 	clk := newFakeClock(t0)
 	db := openTest(t, dir, clk)
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "c"})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c"})
 	if _, err := c.Upsert(ctx, []byte(`{"id":"a","v":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		db2, err := Open(dir, &Options{Clock: clk.Now})
-		if !errors.Is(err, ErrLocked) {
+		db2, err := engine.Open(dir, &engine.Options{Clock: clk.Now})
+		if !errors.Is(err, engine.ErrLocked) {
 			if err == nil {
 				db2.Close()
 			}
@@ -976,26 +956,26 @@ func TestLockInProcess(t *testing.T) {
 	db.Close()
 
 	// An Open that fails (here: a damaged MANIFEST) releases the lock.
-	path := filepath.Join(dir, manifestName)
+	path := filepath.Join(dir, engine.ManifestName)
 	orig, _ := os.ReadFile(path)
-	dmgFlip(t, path, int64(len(orig)-1), 0x10)
-	if _, err := Open(dir, &Options{Clock: clk.Now}); !errors.Is(err, ErrCorrupt) {
+	flipBits(t, path, int64(len(orig)-1), 0x10)
+	if _, err := engine.Open(dir, &engine.Options{Clock: clk.Now}); !errors.Is(err, engine.ErrCorrupt) {
 		t.Fatalf("Open with a damaged MANIFEST = %v, want ErrCorrupt", err)
 	}
 	os.WriteFile(path, orig, 0o644)
-	db, err := Open(dir, &Options{Clock: clk.Now})
+	db, err := engine.Open(dir, &engine.Options{Clock: clk.Now})
 	if err != nil {
 		t.Fatalf("Open after a failed Open = %v; the failed one kept the lock?", err)
 	}
 	db.Close()
 }
 
-// dmgLockChild runs the child process in mode on dir and returns it, with its
+// startLockChild runs the child process in mode on dir and returns it, with its
 // stdout lines arriving on a channel.
-func dmgLockChild(t *testing.T, mode, dir string) (*exec.Cmd, chan string, func()) {
+func startLockChild(t *testing.T, mode, dir string) (*exec.Cmd, chan string, func()) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
-	cmd.Env = append(os.Environ(), ckEnvMode+"="+mode, ckEnvDir+"="+dir)
+	cmd.Env = append(os.Environ(), envChildMode+"="+mode, envChildDir+"="+dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -1033,7 +1013,7 @@ func dmgLockChild(t *testing.T, mode, dir string) (*exec.Cmd, chan string, func(
 	return cmd, lines, func() { stdin.Close() }
 }
 
-func dmgLockNext(t *testing.T, lines chan string, what string) string {
+func nextLockLine(t *testing.T, lines chan string, what string) string {
 	t.Helper()
 	select {
 	case l, ok := <-lines:
@@ -1055,33 +1035,33 @@ func TestLockChildProcess(t *testing.T) {
 
 	// This process holds the directory: the child is refused.
 	db := openTest(t, dir, clk)
-	cmd, lines, _ := dmgLockChild(t, "trylock", dir)
-	if l := dmgLockNext(t, lines, "trylock while open here"); l != "locked" {
+	cmd, lines, _ := startLockChild(t, "trylock", dir)
+	if l := nextLockLine(t, lines, "trylock while open here"); l != "locked" {
 		t.Errorf("child Open while this process has the DB open: %q, want locked", l)
 	}
 	cmd.Wait()
 	db.Close()
 
 	// Closed here: the child may open it.
-	cmd, lines, _ = dmgLockChild(t, "trylock", dir)
-	if l := dmgLockNext(t, lines, "trylock after Close"); l != "opened" {
+	cmd, lines, _ = startLockChild(t, "trylock", dir)
+	if l := nextLockLine(t, lines, "trylock after Close"); l != "opened" {
 		t.Errorf("child Open after Close: %q, want opened", l)
 	}
 	cmd.Wait()
 
 	// The child holds it: this process is refused until the child closes.
-	cmd, lines, release := dmgLockChild(t, "hold", dir)
-	if l := dmgLockNext(t, lines, "hold"); l != "holding" {
+	cmd, lines, release := startLockChild(t, "hold", dir)
+	if l := nextLockLine(t, lines, "hold"); l != "holding" {
 		t.Fatalf("child hold: %q", l)
 	}
-	if db, err := Open(dir, &Options{Clock: clk.Now}); !errors.Is(err, ErrLocked) {
+	if db, err := engine.Open(dir, &engine.Options{Clock: clk.Now}); !errors.Is(err, engine.ErrLocked) {
 		if err == nil {
 			db.Close()
 		}
 		t.Errorf("Open while a child holds the DB = %v, want ErrLocked", err)
 	}
 	release()
-	if l := dmgLockNext(t, lines, "close"); l != "closed" {
+	if l := nextLockLine(t, lines, "close"); l != "closed" {
 		t.Errorf("child close: %q", l)
 	}
 	cmd.Wait()
@@ -1089,11 +1069,11 @@ func TestLockChildProcess(t *testing.T) {
 	db.Close()
 
 	// The child holds it and is killed: the kernel drops its lock.
-	cmd, lines, _ = dmgLockChild(t, "hold", dir)
-	if l := dmgLockNext(t, lines, "hold"); l != "holding" {
+	cmd, lines, _ = startLockChild(t, "hold", dir)
+	if l := nextLockLine(t, lines, "hold"); l != "holding" {
 		t.Fatalf("child hold: %q", l)
 	}
-	if db, err := Open(dir, &Options{Clock: clk.Now}); !errors.Is(err, ErrLocked) {
+	if db, err := engine.Open(dir, &engine.Options{Clock: clk.Now}); !errors.Is(err, engine.ErrLocked) {
 		if err == nil {
 			db.Close()
 		}

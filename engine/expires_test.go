@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine"
 	"github.com/ebbdb/ebb/policy"
 )
 
@@ -24,9 +25,9 @@ func TestItemExpiresAt(t *testing.T) {
 		case 0:
 			return nil
 		case 1:
-			return TTL(-1)
+			return engine.TTL(-1)
 		default:
-			return TTL(int32(1 + rng.IntN(500)))
+			return engine.TTL(int32(1 + rng.IntN(500)))
 		}
 	}
 	randTTL := func() int32 {
@@ -43,7 +44,7 @@ func TestItemExpiresAt(t *testing.T) {
 		clk := newFakeClock(t0)
 		db := openTest(t, t.TempDir(), clk)
 		def := randDefault()
-		c := mustCreateContainer(t, db, ContainerProperties{ID: "c", DefaultTTL: def})
+		c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c", DefaultTTL: def})
 		type written struct {
 			ts  int64
 			ttl int32
@@ -68,7 +69,7 @@ func TestItemExpiresAt(t *testing.T) {
 			id := fmt.Sprintf("r%d-%02d", round, i)
 			ttl := randTTL()
 			w := written{ts: clk.Unix(), ttl: ttl}
-			var got []Item
+			var got []engine.Item
 			switch i % 4 {
 			case 0:
 				it, err := c.Create(ctx, doc(id, ttl))
@@ -92,7 +93,7 @@ func TestItemExpiresAt(t *testing.T) {
 				}
 				got = append(got, it)
 			case 3:
-				var b Batch
+				var b engine.Batch
 				its, err := c.ExecuteBatch(ctx, b.Upsert(doc(id, ttl)).Upsert(doc(id+"-b", ttl)))
 				if err != nil {
 					t.Fatal(err)
@@ -117,7 +118,7 @@ func TestItemExpiresAt(t *testing.T) {
 				e := expected(id)
 				it, err := c.Read(ctx, id)
 				if e != 0 && e <= now {
-					if !errors.Is(err, ErrNotFound) {
+					if !errors.Is(err, engine.ErrNotFound) {
 						t.Fatalf("%s: Read(%s) expired at %d, now %d: %v", when, id, e, now, err)
 					}
 					continue

@@ -3,24 +3,15 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/ebbdb/ebb/engine/internal/testutil"
 )
 
 // fakeClock is a wall clock that tests move by hand.
-type fakeClock struct{ sec atomic.Int64 }
+type fakeClock = testutil.Clock
 
-func newFakeClock(sec int64) *fakeClock {
-	c := &fakeClock{}
-	c.sec.Store(sec)
-	return c
-}
-
-func (c *fakeClock) Now() time.Time    { return time.Unix(c.sec.Load(), 0) }
-func (c *fakeClock) Set(sec int64)     { c.sec.Store(sec) }
-func (c *fakeClock) Advance(d int64)   { c.sec.Add(d) }
-func (c *fakeClock) Unix() (sec int64) { return c.sec.Load() }
+var newFakeClock = testutil.NewClock
 
 const t0 = 1_700_000_000
 

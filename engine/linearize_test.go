@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 // Linearizability (the visible state is a function of the acknowledged
 // writes, the policy history and the clock, under concurrency): many
@@ -21,7 +21,7 @@ package engine
 // operation would make the engine's now a range the model cannot pin down;
 // clockfault_test.go covers that case with invariants instead.
 //
-// EBB_LINEARIZE_OPS sets the number of operations (default linDefaultOps).
+// EBB_LINEARIZE_OPS sets the number of operations (default defaultLinearizeOps).
 
 import (
 	"context"
@@ -39,49 +39,50 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/ebbdb/ebb/engine"
 )
 
 const (
-	linDefaultOps  = 20000
-	linWorkers     = 8
-	linIDs         = 4
-	linOpsPerPhase = 160 // over all workers
-	linDefaultTTL  = 3   // the container's DefaultTTL
+	defaultLinearizeOps = 20000
+	callWorkers         = 8
+	callIDs             = 4
+	opsPerPhase         = 160 // over all workers
+	callDefaultTTL      = 3   // the container's DefaultTTL
 )
 
-// linKind is one operation of the model.
-type linKind uint8
+// callKind is one operation of the model.
+type callKind uint8
 
 const (
-	linRead linKind = iota
-	linCreate
-	linUpsert
-	linReplace
-	linDelete
+	callRead callKind = iota
+	callCreate
+	callUpsert
+	callReplace
+	callDelete
 )
 
-func (k linKind) String() string {
+func (k callKind) String() string {
 	return [...]string{"read", "create", "upsert", "replace", "delete"}[k]
 }
 
-// linResult is the class of an operation's outcome.
-type linResult uint8
+// callResult is the class of an operation's outcome.
+type callResult uint8
 
 const (
-	linOK linResult = iota
-	linConflict
-	linNotFound
-	linPrecondition
-	linOther // any other error, or a body that does not check out: never legal
+	resultOK callResult = iota
+	resultConflict
+	resultNotFound
+	resultPrecondition
+	resultOther // any other error, or a body that does not check out: never legal
 )
 
-func (r linResult) String() string {
+func (r callResult) String() string {
 	return [...]string{"ok", "conflict", "not-found", "precondition-failed", "OTHER"}[r]
 }
 
-// linInput is one call: what it does, to which id, at which engine now.
-type linInput struct {
-	kind    linKind
+// callInput is one call: what it does, to which id, at which engine now.
+type callInput struct {
+	kind    callKind
 	id      string
 	now     int64  // the engine's now during the call's phase
 	w       string // writes: the write's name, carried in its body
@@ -89,19 +90,19 @@ type linInput struct {
 	ifMatch string // "" for none
 }
 
-// linOutput is what the call returned.
-type linOutput struct {
-	res  linResult
+// callOutput is what the call returned.
+type callOutput struct {
+	res  callResult
 	w    string // the version returned: write name from the body
 	etag string
 	ts   int64
-	err  string // the error, for linOther
+	err  string // the error, for resultOther
 }
 
-// linState is one item: absent, or its current version and when it
+// porcupineState is one item: absent, or its current version and when it
 // expires (1<<63-1 for never). It is comparable, as porcupine's default
 // equality needs.
-type linState struct {
+type porcupineState struct {
 	present bool
 	w       string
 	etag    string
@@ -109,12 +110,12 @@ type linState struct {
 	expire  int64
 }
 
-// linExpire is the instant a version written at ts with item ttl expires,
-// in a container whose DefaultTTL is linDefaultTTL (the effective TTL table in policy's doc).
-func linExpire(ts int64, ttl int32) int64 {
+// expiryOf is the instant a version written at ts with item ttl expires,
+// in a container whose DefaultTTL is callDefaultTTL (the effective TTL table in policy's doc).
+func expiryOf(ts int64, ttl int32) int64 {
 	switch ttl {
 	case 0:
-		return ts + linDefaultTTL
+		return ts + callDefaultTTL
 	case -1:
 		return 1<<63 - 1
 	default:
@@ -122,56 +123,56 @@ func linExpire(ts int64, ttl int32) int64 {
 	}
 }
 
-// linStep is the sequential specification of one item.
-func linStep(state, input, output any) (bool, any) {
-	s, in, out := state.(linState), input.(linInput), output.(linOutput)
+// porcupineStep is the sequential specification of one item.
+func porcupineStep(state, input, output any) (bool, any) {
+	s, in, out := state.(porcupineState), input.(callInput), output.(callOutput)
 	if s.present && s.expire <= in.now {
-		s = linState{}
+		s = porcupineState{}
 	}
-	fail := func(r linResult) (bool, any) { return out.res == r, s }
+	fail := func(r callResult) (bool, any) { return out.res == r, s }
 	written := func() (bool, any) {
-		ok := out.res == linOK && out.w == in.w && out.ts == in.now && out.etag != "" && out.etag != s.etag
-		return ok, linState{present: true, w: in.w, etag: out.etag, ts: in.now, expire: linExpire(in.now, in.ttl)}
+		ok := out.res == resultOK && out.w == in.w && out.ts == in.now && out.etag != "" && out.etag != s.etag
+		return ok, porcupineState{present: true, w: in.w, etag: out.etag, ts: in.now, expire: expiryOf(in.now, in.ttl)}
 	}
 	mismatch := in.ifMatch != "" && (!s.present || s.etag != in.ifMatch)
 	switch in.kind {
-	case linRead:
+	case callRead:
 		if !s.present {
-			return fail(linNotFound)
+			return fail(resultNotFound)
 		}
-		return out.res == linOK && out.w == s.w && out.etag == s.etag && out.ts == s.ts, s
-	case linCreate:
+		return out.res == resultOK && out.w == s.w && out.etag == s.etag && out.ts == s.ts, s
+	case callCreate:
 		if s.present {
-			return fail(linConflict)
+			return fail(resultConflict)
 		}
 		return written()
-	case linUpsert:
+	case callUpsert:
 		if mismatch {
-			return fail(linPrecondition)
+			return fail(resultPrecondition)
 		}
 		return written()
-	case linReplace:
+	case callReplace:
 		if !s.present {
-			return fail(linNotFound)
+			return fail(resultNotFound)
 		}
 		if mismatch {
-			return fail(linPrecondition)
+			return fail(resultPrecondition)
 		}
 		return written()
-	case linDelete:
+	case callDelete:
 		if !s.present {
-			return fail(linNotFound)
+			return fail(resultNotFound)
 		}
 		if mismatch {
-			return fail(linPrecondition)
+			return fail(resultPrecondition)
 		}
-		return out.res == linOK, linState{}
+		return out.res == resultOK, porcupineState{}
 	}
 	return false, s
 }
 
-func linDescribe(input, output any) string {
-	in, out := input.(linInput), output.(linOutput)
+func describeCall(input, output any) string {
+	in, out := input.(callInput), output.(callOutput)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s(%s", in.kind, in.id)
 	if in.w != "" {
@@ -181,7 +182,7 @@ func linDescribe(input, output any) string {
 		fmt.Fprintf(&b, ", if-match %s", in.ifMatch)
 	}
 	fmt.Fprintf(&b, ") @%d -> %s", in.now, out.res)
-	if out.res == linOK && out.etag != "" {
+	if out.res == resultOK && out.etag != "" {
 		fmt.Fprintf(&b, " %s %s _ts %d", out.w, out.etag, out.ts)
 	}
 	if out.err != "" {
@@ -190,15 +191,15 @@ func linDescribe(input, output any) string {
 	return b.String()
 }
 
-// linModel is the per-id model, partitioned by the id of each call.
-var linModel = porcupine.Model{
+// porcupineModel is the per-id model, partitioned by the id of each call.
+var porcupineModel = porcupine.Model{
 	PartitionEvent: func(history []porcupine.Event) [][]porcupine.Event {
 		idOf := make(map[int]string)
 		byID := make(map[string][]porcupine.Event)
 		var order []string
 		for _, e := range history {
 			if e.Kind == porcupine.CallEvent {
-				idOf[e.Id] = e.Value.(linInput).id
+				idOf[e.Id] = e.Value.(callInput).id
 			}
 			id := idOf[e.Id]
 			if _, ok := byID[id]; !ok {
@@ -212,11 +213,11 @@ var linModel = porcupine.Model{
 		}
 		return out
 	},
-	Init:              func() any { return linState{} },
-	Step:              linStep,
-	DescribeOperation: linDescribe,
+	Init:              func() any { return porcupineState{} },
+	Step:              porcupineStep,
+	DescribeOperation: describeCall,
 	DescribeState: func(state any) string {
-		s := state.(linState)
+		s := state.(porcupineState)
 		if !s.present {
 			return "absent"
 		}
@@ -224,14 +225,14 @@ var linModel = porcupine.Model{
 	},
 }
 
-// linHistory records call and return events in one real-time order.
-type linHistory struct {
+// callHistory records call and return events in one real-time order.
+type callHistory struct {
 	mu     sync.Mutex
 	events []porcupine.Event
 	next   int
 }
 
-func (h *linHistory) call(client int, in linInput) int {
+func (h *callHistory) call(client int, in callInput) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	id := h.next
@@ -240,32 +241,32 @@ func (h *linHistory) call(client int, in linInput) int {
 	return id
 }
 
-func (h *linHistory) ret(client, id int, out linOutput) {
+func (h *callHistory) ret(client, id int, out callOutput) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, porcupine.Event{ClientId: client, Kind: porcupine.ReturnEvent, Value: out, Id: id})
 }
 
-// linDoc is the document of write w to item id with item ttl (0: absent).
-func linDoc(id, w string, ttl int32) []byte {
-	pad := strings.Repeat("x", int(ckHash(w)%300))
+// callDoc is the document of write w to item id with item ttl (0: absent).
+func callDoc(id, w string, ttl int32) []byte {
+	pad := strings.Repeat("x", int(docHash(w)%300))
 	if ttl == 0 {
 		return fmt.Appendf(nil, `{"id":%q,"w":%q,"pad":%q}`, id, w, pad)
 	}
 	return fmt.Appendf(nil, `{"id":%q,"w":%q,"pad":%q,"ttl":%d}`, id, w, pad, ttl)
 }
 
-// linWrites remembers each write's document, to check bodies read back.
-var linWrites sync.Map // w -> []byte
+// callDocs remembers each write's document, to check bodies read back.
+var callDocs sync.Map // w -> []byte
 
-// linCheckBody checks that it is exactly a version some write stored, with
+// checkCallBody checks that it is exactly a version some write stored, with
 // system properties that agree with it, and returns that write's name.
-func linCheckBody(it Item) (string, error) {
+func checkCallBody(it engine.Item) (string, error) {
 	var got struct{ W string }
 	if err := json.Unmarshal(it.Body, &got); err != nil {
 		return "", fmt.Errorf("body %.100q is not JSON: %v", it.Body, err)
 	}
-	doc, ok := linWrites.Load(got.W)
+	doc, ok := callDocs.Load(got.W)
 	if !ok {
 		return "", fmt.Errorf("body names write %q, which never happened: %.200s", got.W, it.Body)
 	}
@@ -274,7 +275,7 @@ func linCheckBody(it Item) (string, error) {
 
 // checkBodyIs checks that it's body is document doc plus system properties
 // that agree with it: id, _ts and _etag.
-func checkBodyIs(it Item, doc []byte) error {
+func checkBodyIs(it engine.Item, doc []byte) error {
 	var got, want map[string]any
 	if err := json.Unmarshal(it.Body, &got); err != nil {
 		return fmt.Errorf("body %.100q is not JSON: %v", it.Body, err)
@@ -293,104 +294,104 @@ func checkBodyIs(it Item, doc []byte) error {
 	return nil
 }
 
-func linClassify(err error) (linResult, string) {
+func classifyResult(err error) (callResult, string) {
 	switch {
 	case err == nil:
-		return linOK, ""
-	case errors.Is(err, ErrConflict):
-		return linConflict, ""
-	case errors.Is(err, ErrNotFound):
-		return linNotFound, ""
-	case errors.Is(err, ErrPreconditionFailed):
-		return linPrecondition, ""
+		return resultOK, ""
+	case errors.Is(err, engine.ErrConflict):
+		return resultConflict, ""
+	case errors.Is(err, engine.ErrNotFound):
+		return resultNotFound, ""
+	case errors.Is(err, engine.ErrPreconditionFailed):
+		return resultPrecondition, ""
 	}
-	return linOther, err.Error()
+	return resultOther, err.Error()
 }
 
-// linWorker runs n random operations of one phase for client.
-type linWorker struct {
+// callWorker runs n random operations of one phase for client.
+type callWorker struct {
 	client int
 	rng    *rand.Rand
 	etags  map[string]string // per id, the last etag this worker saw
 	writes int
 }
 
-func (w *linWorker) run(ctx context.Context, c *Container, h *linHistory, now int64, n int, fail func(string, ...any)) {
+func (w *callWorker) run(ctx context.Context, c *engine.Container, h *callHistory, now int64, n int, fail func(string, ...any)) {
 	for range n {
-		in := linInput{id: "k" + strconv.Itoa(w.rng.IntN(linIDs)), now: now}
+		in := callInput{id: "k" + strconv.Itoa(w.rng.IntN(callIDs)), now: now}
 		switch p := w.rng.IntN(100); {
 		case p < 30:
-			in.kind = linRead
+			in.kind = callRead
 		case p < 45:
-			in.kind = linCreate
+			in.kind = callCreate
 		case p < 65:
-			in.kind = linUpsert
+			in.kind = callUpsert
 		case p < 82:
-			in.kind = linReplace
+			in.kind = callReplace
 		default:
-			in.kind = linDelete
+			in.kind = callDelete
 		}
-		if in.kind != linRead && in.kind != linCreate && w.rng.IntN(2) == 0 {
+		if in.kind != callRead && in.kind != callCreate && w.rng.IntN(2) == 0 {
 			switch q := w.rng.IntN(10); {
 			case q < 7:
 				in.ifMatch = w.etags[in.id] // maybe stale, maybe ""
 			case q < 9:
-				in.ifMatch = etagOf(uint64(1 + w.rng.IntN(1<<20))) // some other version's, most likely
+				in.ifMatch = engine.ETagOf(uint64(1 + w.rng.IntN(1<<20))) // some other version's, most likely
 			default:
 				in.ifMatch = `"bogus"`
 			}
 		}
-		if in.kind != linRead && in.kind != linDelete {
+		if in.kind != callRead && in.kind != callDelete {
 			in.w = fmt.Sprintf("c%d.%d", w.client, w.writes)
 			w.writes++
 			in.ttl = [...]int32{0, 0, -1, 1, 2, 4}[w.rng.IntN(6)]
 		}
 		var doc []byte
 		if in.w != "" {
-			doc = linDoc(in.id, in.w, in.ttl)
-			linWrites.Store(in.w, doc)
+			doc = callDoc(in.id, in.w, in.ttl)
+			callDocs.Store(in.w, doc)
 		}
-		var opts []WriteOption
+		var opts []engine.WriteOption
 		if in.ifMatch != "" {
-			opts = append(opts, IfMatch(in.ifMatch))
+			opts = append(opts, engine.IfMatch(in.ifMatch))
 		}
 
 		id := h.call(w.client, in)
-		var it Item
+		var it engine.Item
 		var err error
 		switch in.kind {
-		case linRead:
+		case callRead:
 			it, err = c.Read(ctx, in.id)
-		case linCreate:
+		case callCreate:
 			it, err = c.Create(ctx, doc, opts...)
-		case linUpsert:
+		case callUpsert:
 			it, err = c.Upsert(ctx, doc, opts...)
-		case linReplace:
+		case callReplace:
 			it, err = c.Replace(ctx, doc, opts...)
-		case linDelete:
+		case callDelete:
 			err = c.Delete(ctx, in.id, opts...)
 		}
-		var out linOutput
-		out.res, out.err = linClassify(err)
-		if err == nil && in.kind != linDelete {
+		var out callOutput
+		out.res, out.err = classifyResult(err)
+		if err == nil && in.kind != callDelete {
 			out.etag, out.ts = it.ETag, it.TS
-			vw, berr := linCheckBody(it)
+			vw, berr := checkCallBody(it)
 			if berr != nil {
-				out.res, out.err = linOther, berr.Error()
+				out.res, out.err = resultOther, berr.Error()
 			}
 			out.w = vw
 			w.etags[in.id] = it.ETag
 		}
 		h.ret(w.client, id, out)
-		if out.res == linOther {
-			fail("client %d: %s", w.client, linDescribe(in, out))
+		if out.res == resultOther {
+			fail("client %d: %s", w.client, describeCall(in, out))
 		}
 	}
 }
 
-// linBackground seals and compacts continually until stop is closed, on top
+// backgroundWork seals and compacts continually until stop is closed, on top
 // of the background compactor's own ticks.
-func linBackground(db *DB, c *Container, stop chan struct{}, fail func(string, ...any)) {
+func backgroundWork(db *engine.DB, c *engine.Container, stop chan struct{}, fail func(string, ...any)) {
 	ctx := context.Background()
 	for i := 0; ; i++ {
 		select {
@@ -400,9 +401,7 @@ func linBackground(db *DB, c *Container, stop chan struct{}, fail func(string, .
 		}
 		var err error
 		if i%3 == 0 {
-			db.sealMu.Lock()
-			err = db.sealNowLocked(ctx)
-			db.sealMu.Unlock()
+			err = engine.SealNow(ctx, db)
 		} else {
 			err = c.Compact(ctx)
 		}
@@ -412,8 +411,8 @@ func linBackground(db *DB, c *Container, stop chan struct{}, fail func(string, .
 	}
 }
 
-func linOps(t *testing.T) int {
-	n := linDefaultOps
+func linearizeOps(t *testing.T) int {
+	n := defaultLinearizeOps
 	if testing.Short() {
 		n /= 4
 	}
@@ -430,16 +429,17 @@ func linOps(t *testing.T) int {
 // TestLinearizable runs the concurrent workload and checks its history.
 func TestLinearizable(t *testing.T) {
 	ctx := context.Background()
-	total := linOps(t)
+	total := linearizeOps(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("EBB_LINEARIZE_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (EBB_LINEARIZE_SEED replays the schedule, not the interleaving)", seed)
+	replayOnFailure(t, "EBB_LINEARIZE_SEED", uint64(seed))
 	rng := rand.New(rand.NewPCG(seed, 7))
 
 	clk := newFakeClock(t0)
-	db := openTest(t, t.TempDir(), clk, func(o *Options) {
+	db := openTest(t, t.TempDir(), clk, func(o *engine.Options) {
 		o.NoSync = true // durability is not what this test checks
 		o.SealThreshold = 8 << 10
 		o.JournalSegmentSize = 16 << 10
@@ -448,7 +448,7 @@ func TestLinearizable(t *testing.T) {
 		o.RewriteThreshold = 0.2
 	})
 	defer db.Close()
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "lin", DefaultTTL: TTL(linDefaultTTL)})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "lin", DefaultTTL: engine.TTL(callDefaultTTL)})
 
 	var failures atomic.Int64
 	var failMu sync.Mutex
@@ -463,13 +463,13 @@ func TestLinearizable(t *testing.T) {
 	bgDone := make(chan struct{})
 	go func() {
 		defer close(bgDone)
-		linBackground(db, c, stop, fail)
+		backgroundWork(db, c, stop, fail)
 	}()
 
-	h := &linHistory{}
-	workers := make([]*linWorker, linWorkers)
+	h := &callHistory{}
+	workers := make([]*callWorker, callWorkers)
 	for i := range workers {
-		workers[i] = &linWorker{client: i, rng: rand.New(rand.NewPCG(seed, uint64(i))), etags: map[string]string{}}
+		workers[i] = &callWorker{client: i, rng: rand.New(rand.NewPCG(seed, uint64(i))), etags: map[string]string{}}
 	}
 	wall, now := int64(t0), int64(t0)
 	jumps := map[string]int{}
@@ -499,11 +499,11 @@ func TestLinearizable(t *testing.T) {
 		}
 		clk.Set(wall)
 		now += max(0, wall-prev)
-		n := min(linOpsPerPhase, total-done)
+		n := min(opsPerPhase, total-done)
 		var wg sync.WaitGroup
 		for i, w := range workers {
-			k := n / linWorkers
-			if i < n%linWorkers {
+			k := n / callWorkers
+			if i < n%callWorkers {
 				k++
 			}
 			wg.Add(1)
@@ -521,13 +521,14 @@ func TestLinearizable(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if got := db.clock.highest(); got != now {
+	if got := engine.HighestNow(db); got != now {
 		t.Fatalf("the engine's high mark is %d, the model's now %d: the clock assumption does not hold", got, now)
 	}
 
 	// The background work must have happened, or the test checked less
 	// than it claims.
-	sealed, rewritten, dropped := c.stats.sealedBytes.Load(), c.stats.filesRewritten.Load(), c.stats.filesDropped.Load()
+	m := c.Metrics()
+	sealed, rewritten, dropped := m.SealedBytes, m.FilesRewritten, m.FilesDropped
 	t.Logf("background: %d bytes sealed, %d files rewritten, %d dropped whole", sealed, rewritten, dropped)
 	if sealed == 0 || rewritten+dropped == 0 {
 		t.Errorf("no seal or no compaction ran during the workload")
@@ -535,29 +536,29 @@ func TestLinearizable(t *testing.T) {
 	tally := map[string]int{}
 	for _, e := range h.events {
 		if e.Kind == porcupine.CallEvent {
-			in := e.Value.(linInput)
+			in := e.Value.(callInput)
 			tally[in.kind.String()+map[bool]string{true: "/if-match", false: ""}[in.ifMatch != ""]]++
 		} else {
-			tally[e.Value.(linOutput).res.String()]++
+			tally[e.Value.(callOutput).res.String()]++
 		}
 	}
 	t.Logf("calls and outcomes: %v", tally)
 
 	checkStart := time.Now()
-	res, info := porcupine.CheckEventsVerbose(linModel, h.events, 2*time.Minute)
+	res, info := porcupine.CheckEventsVerbose(porcupineModel, h.events, 2*time.Minute)
 	ops := len(h.events) / 2
 	t.Logf("%d operations by %d workers on %d ids, clock moves %v, in %s; checked in %s: %s",
-		ops, linWorkers, linIDs, jumps, elapsed.Round(time.Millisecond), time.Since(checkStart).Round(time.Millisecond), linResultName(res))
+		ops, callWorkers, callIDs, jumps, elapsed.Round(time.Millisecond), time.Since(checkStart).Round(time.Millisecond), resultName(res))
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Unknown:
 		t.Fatalf("porcupine gave up (timeout) on %d operations", ops)
 	default:
-		linReportIllegal(t, info, linModel.PartitionEvent(h.events))
+		reportIllegal(t, info, porcupineModel.PartitionEvent(h.events))
 	}
 }
 
-func linResultName(r porcupine.CheckResult) string {
+func resultName(r porcupine.CheckResult) string {
 	switch r {
 	case porcupine.Ok:
 		return "linearizable"
@@ -567,13 +568,13 @@ func linResultName(r porcupine.CheckResult) string {
 	return "unknown"
 }
 
-// linReportIllegal explains a failed check: for each partition that could
+// reportIllegal explains a failed check: for each partition that could
 // not be linearized, the longest linearized prefix found and the history
 // around it; with EBB_LINEARIZE_VIS=path, porcupine's visualization too.
-func linReportIllegal(t *testing.T, info porcupine.LinearizationInfo, parts [][]porcupine.Event) {
+func reportIllegal(t *testing.T, info porcupine.LinearizationInfo, parts [][]porcupine.Event) {
 	t.Helper()
 	if path := os.Getenv("EBB_LINEARIZE_VIS"); path != "" {
-		if err := porcupine.VisualizePath(linModel, info, path); err != nil {
+		if err := porcupine.VisualizePath(porcupineModel, info, path); err != nil {
 			t.Logf("visualization: %v", err)
 		} else {
 			t.Logf("visualization written to %s", path)
@@ -592,7 +593,7 @@ func linReportIllegal(t *testing.T, info porcupine.LinearizationInfo, parts [][]
 		var b strings.Builder
 		for i, op := range longest {
 			if i >= len(longest)-12 {
-				fmt.Fprintf(&b, "\n\t%d: client %d [%d,%d] %s", i, op.ClientId, op.Call, op.Return, linDescribe(op.Input, op.Output))
+				fmt.Fprintf(&b, "\n\t%d: client %d [%d,%d] %s", i, op.ClientId, op.Call, op.Return, describeCall(op.Input, op.Output))
 			}
 		}
 		t.Logf("partition %d: longest linearizable prefix has %d operations; its last ones:%s", p, len(longest), b.String())
@@ -605,18 +606,18 @@ func linReportIllegal(t *testing.T, info porcupine.LinearizationInfo, parts [][]
 // each kind of wrong answer.
 func TestLinearizeModelRejects(t *testing.T) {
 	const now = t0
-	wr := func(kind linKind, w string, ttl int32, at int64, ifMatch string) linInput {
-		return linInput{kind: kind, id: "k", now: at, w: w, ttl: ttl, ifMatch: ifMatch}
+	wr := func(kind callKind, w string, ttl int32, at int64, ifMatch string) callInput {
+		return callInput{kind: kind, id: "k", now: at, w: w, ttl: ttl, ifMatch: ifMatch}
 	}
-	rd := func(at int64) linInput { return linInput{kind: linRead, id: "k", now: at} }
-	del := func(at int64, ifMatch string) linInput {
-		return linInput{kind: linDelete, id: "k", now: at, ifMatch: ifMatch}
+	rd := func(at int64) callInput { return callInput{kind: callRead, id: "k", now: at} }
+	del := func(at int64, ifMatch string) callInput {
+		return callInput{kind: callDelete, id: "k", now: at, ifMatch: ifMatch}
 	}
-	ok := func(w, etag string, ts int64) linOutput { return linOutput{res: linOK, w: w, etag: etag, ts: ts} }
-	res := func(r linResult) linOutput { return linOutput{res: r} }
+	ok := func(w, etag string, ts int64) callOutput { return callOutput{res: resultOK, w: w, etag: etag, ts: ts} }
+	res := func(r callResult) callOutput { return callOutput{res: r} }
 	type step struct {
-		in   linInput
-		out  linOutput
+		in   callInput
+		out  callOutput
 		call int64 // 0: sequential after the previous step
 		ret  int64
 	}
@@ -626,72 +627,72 @@ func TestLinearizeModelRejects(t *testing.T) {
 		steps []step
 	}{
 		{"create then read", true, []step{
-			{in: wr(linCreate, "a", 0, now, ""), out: ok("a", "e1", now)},
+			{in: wr(callCreate, "a", 0, now, ""), out: ok("a", "e1", now)},
 			{in: rd(now), out: ok("a", "e1", now)},
 		}},
 		{"read of a missing write", false, []step{
-			{in: wr(linCreate, "a", 0, now, ""), out: ok("a", "e1", now)},
-			{in: rd(now), out: res(linNotFound)},
+			{in: wr(callCreate, "a", 0, now, ""), out: ok("a", "e1", now)},
+			{in: rd(now), out: res(resultNotFound)},
 		}},
 		{"stale read after an overwrite", false, []step{
-			{in: wr(linCreate, "a", 0, now, ""), out: ok("a", "e1", now)},
-			{in: wr(linUpsert, "b", 0, now, ""), out: ok("b", "e2", now)},
+			{in: wr(callCreate, "a", 0, now, ""), out: ok("a", "e1", now)},
+			{in: wr(callUpsert, "b", 0, now, ""), out: ok("b", "e2", now)},
 			{in: rd(now), out: ok("a", "e1", now)},
 		}},
 		{"expired at _ts + DefaultTTL", true, []step{
-			{in: wr(linCreate, "a", 0, now, ""), out: ok("a", "e1", now)},
-			{in: rd(now + linDefaultTTL - 1), out: ok("a", "e1", now)},
-			{in: rd(now + linDefaultTTL), out: res(linNotFound)},
-			{in: wr(linCreate, "b", 0, now+linDefaultTTL, ""), out: ok("b", "e2", now+linDefaultTTL)},
+			{in: wr(callCreate, "a", 0, now, ""), out: ok("a", "e1", now)},
+			{in: rd(now + callDefaultTTL - 1), out: ok("a", "e1", now)},
+			{in: rd(now + callDefaultTTL), out: res(resultNotFound)},
+			{in: wr(callCreate, "b", 0, now+callDefaultTTL, ""), out: ok("b", "e2", now+callDefaultTTL)},
 		}},
 		{"expired item read back", false, []step{
-			{in: wr(linCreate, "a", 2, now, ""), out: ok("a", "e1", now)},
+			{in: wr(callCreate, "a", 2, now, ""), out: ok("a", "e1", now)},
 			{in: rd(now + 2), out: ok("a", "e1", now)},
 		}},
 		{"create over a live item", false, []step{
-			{in: wr(linCreate, "a", -1, now, ""), out: ok("a", "e1", now)},
-			{in: wr(linCreate, "b", 0, now+5000, ""), out: ok("b", "e2", now+5000)},
+			{in: wr(callCreate, "a", -1, now, ""), out: ok("a", "e1", now)},
+			{in: wr(callCreate, "b", 0, now+5000, ""), out: ok("b", "e2", now+5000)},
 		}},
 		{"create over an expired item conflicts", false, []step{
-			{in: wr(linCreate, "a", 1, now, ""), out: ok("a", "e1", now)},
-			{in: wr(linCreate, "b", 0, now+1, ""), out: res(linConflict)},
+			{in: wr(callCreate, "a", 1, now, ""), out: ok("a", "e1", now)},
+			{in: wr(callCreate, "b", 0, now+1, ""), out: res(resultConflict)},
 		}},
 		{"_ts other than now", false, []step{
-			{in: wr(linUpsert, "a", 0, now, ""), out: ok("a", "e1", now-1)},
+			{in: wr(callUpsert, "a", 0, now, ""), out: ok("a", "e1", now-1)},
 		}},
 		{"if-match with the current etag", true, []step{
-			{in: wr(linUpsert, "a", 0, now, ""), out: ok("a", "e1", now)},
-			{in: wr(linReplace, "b", 0, now, "e1"), out: ok("b", "e2", now)},
-			{in: del(now, "e1"), out: res(linPrecondition)},
-			{in: del(now, "e2"), out: res(linOK)},
-			{in: wr(linUpsert, "c", 0, now, "e2"), out: res(linPrecondition)},
-			{in: wr(linReplace, "c", 0, now, "e2"), out: res(linNotFound)},
+			{in: wr(callUpsert, "a", 0, now, ""), out: ok("a", "e1", now)},
+			{in: wr(callReplace, "b", 0, now, "e1"), out: ok("b", "e2", now)},
+			{in: del(now, "e1"), out: res(resultPrecondition)},
+			{in: del(now, "e2"), out: res(resultOK)},
+			{in: wr(callUpsert, "c", 0, now, "e2"), out: res(resultPrecondition)},
+			{in: wr(callReplace, "c", 0, now, "e2"), out: res(resultNotFound)},
 		}},
 		{"if-match with a stale etag succeeds", false, []step{
-			{in: wr(linUpsert, "a", 0, now, ""), out: ok("a", "e1", now)},
-			{in: wr(linUpsert, "b", 0, now, ""), out: ok("b", "e2", now)},
-			{in: wr(linReplace, "c", 0, now, "e1"), out: ok("c", "e3", now)},
+			{in: wr(callUpsert, "a", 0, now, ""), out: ok("a", "e1", now)},
+			{in: wr(callUpsert, "b", 0, now, ""), out: ok("b", "e2", now)},
+			{in: wr(callReplace, "c", 0, now, "e1"), out: ok("c", "e3", now)},
 		}},
 		{"a write that reuses the etag", false, []step{
-			{in: wr(linUpsert, "a", 0, now, ""), out: ok("a", "e1", now)},
-			{in: wr(linUpsert, "b", 0, now, ""), out: ok("b", "e1", now)},
+			{in: wr(callUpsert, "a", 0, now, ""), out: ok("a", "e1", now)},
+			{in: wr(callUpsert, "b", 0, now, ""), out: ok("b", "e1", now)},
 		}},
 		{"concurrent creates: one wins", true, []step{
-			{in: wr(linCreate, "a", 0, now, ""), out: ok("a", "e1", now), call: 1, ret: 4},
-			{in: wr(linCreate, "b", 0, now, ""), out: res(linConflict), call: 2, ret: 3},
+			{in: wr(callCreate, "a", 0, now, ""), out: ok("a", "e1", now), call: 1, ret: 4},
+			{in: wr(callCreate, "b", 0, now, ""), out: res(resultConflict), call: 2, ret: 3},
 			{in: rd(now), out: ok("a", "e1", now), call: 5, ret: 6},
 		}},
 		{"concurrent creates: both win", false, []step{
-			{in: wr(linCreate, "a", 0, now, ""), out: ok("a", "e1", now), call: 1, ret: 4},
-			{in: wr(linCreate, "b", 0, now, ""), out: ok("b", "e2", now), call: 2, ret: 3},
+			{in: wr(callCreate, "a", 0, now, ""), out: ok("a", "e1", now), call: 1, ret: 4},
+			{in: wr(callCreate, "b", 0, now, ""), out: ok("b", "e2", now), call: 2, ret: 3},
 		}},
 		{"a read sees a write, a later read does not", false, []step{
-			{in: wr(linUpsert, "a", 0, now, ""), out: ok("a", "e1", now), call: 1, ret: 10},
+			{in: wr(callUpsert, "a", 0, now, ""), out: ok("a", "e1", now), call: 1, ret: 10},
 			{in: rd(now), out: ok("a", "e1", now), call: 2, ret: 3},
-			{in: rd(now), out: res(linNotFound), call: 4, ret: 5},
+			{in: rd(now), out: res(resultNotFound), call: 4, ret: 5},
 		}},
 		{"an OTHER error", false, []step{
-			{in: rd(now), out: linOutput{res: linOther, err: "boom"}},
+			{in: rd(now), out: callOutput{res: resultOther, err: "boom"}},
 		}},
 	}
 	for _, tc := range cases {
@@ -706,24 +707,24 @@ func TestLinearizeModelRejects(t *testing.T) {
 			clock = max(clock, ret)
 			ops = append(ops, porcupine.Operation{ClientId: i, Input: s.in, Call: call, Output: s.out, Return: ret})
 		}
-		if got := porcupine.CheckOperations(linModel, ops); got != tc.legal {
+		if got := porcupine.CheckOperations(porcupineModel, ops); got != tc.legal {
 			t.Errorf("%s: linearizable = %v, want %v", tc.name, got, tc.legal)
 		}
 	}
 	// And through the event form with partitions, as TestLinearizable uses
 	// it: a violation on one id is found among legal histories of others.
-	h := &linHistory{}
+	h := &callHistory{}
 	for _, id := range []string{"x", "y", "z"} {
-		e := h.call(0, linInput{kind: linUpsert, id: id, now: now, w: id, ttl: -1})
+		e := h.call(0, callInput{kind: callUpsert, id: id, now: now, w: id, ttl: -1})
 		h.ret(0, e, ok(id, "e-"+id, now))
-		e = h.call(1, linInput{kind: linRead, id: id, now: now})
+		e = h.call(1, callInput{kind: callRead, id: id, now: now})
 		out := ok(id, "e-"+id, now)
 		if id == "y" {
-			out = res(linNotFound)
+			out = res(resultNotFound)
 		}
 		h.ret(1, e, out)
 	}
-	if porcupine.CheckEvents(linModel, h.events) {
+	if porcupine.CheckEvents(porcupineModel, h.events) {
 		t.Errorf("partitioned events: a lost write of y was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -9,55 +9,57 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/internal/testutil"
 	"github.com/ebbdb/ebb/engine/vfs"
 )
 
-// mdEdits are the metadata changes of the edit-log fixture, in order, with
+// manifestEdits are the metadata changes of the edit-log fixture, in order, with
 // the containers (and a's DefaultTTL) a database holds after each.
-var mdEdits = []struct {
+var manifestEdits = []struct {
 	what string
-	do   func(ctx context.Context, db *DB) error
+	do   func(ctx context.Context, db *engine.DB) error
 	ids  []string
 	aTTL int32 // 0: off
 }{
 	{"snapshot", nil, []string{"a", "b"}, 0},
-	{"create e1", func(ctx context.Context, db *DB) error {
-		c, err := db.CreateContainer(ctx, ContainerProperties{ID: "e1"})
+	{"create e1", func(ctx context.Context, db *engine.DB) error {
+		c, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "e1"})
 		if err == nil {
 			_, err = c.Upsert(ctx, []byte(`{"id":"x"}`))
 		}
 		return err
 	}, []string{"a", "b", "e1"}, 0},
-	{"a's DefaultTTL", func(ctx context.Context, db *DB) error {
+	{"a's DefaultTTL", func(ctx context.Context, db *engine.DB) error {
 		c, _ := db.Container("a")
-		return c.SetProperties(ctx, ContainerProperties{ID: "a", DefaultTTL: TTL(1 << 20)})
+		return c.SetProperties(ctx, engine.ContainerProperties{ID: "a", DefaultTTL: engine.TTL(1 << 20)})
 	}, []string{"a", "b", "e1"}, 1 << 20},
-	{"create e2", func(ctx context.Context, db *DB) error {
-		_, err := db.CreateContainer(ctx, ContainerProperties{ID: "e2", Indexing: IndexingNone})
+	{"create e2", func(ctx context.Context, db *engine.DB) error {
+		_, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "e2", Indexing: engine.IndexingNone})
 		return err
 	}, []string{"a", "b", "e1", "e2"}, 1 << 20},
-	{"delete b", func(ctx context.Context, db *DB) error { return db.DeleteContainer(ctx, "b") },
+	{"delete b", func(ctx context.Context, db *engine.DB) error { return db.DeleteContainer(ctx, "b") },
 		[]string{"a", "e1", "e2"}, 1 << 20},
-	{"create e3", func(ctx context.Context, db *DB) error {
-		_, err := db.CreateContainer(ctx, ContainerProperties{ID: "e3"})
+	{"create e3", func(ctx context.Context, db *engine.DB) error {
+		_, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "e3"})
 		return err
 	}, []string{"a", "e1", "e2", "e3"}, 1 << 20},
 }
 
-// mdBuild writes a database whose MANIFEST is a snapshot followed by the
-// edits of mdEdits, copied while the database is open (as a crash would
+// buildManifestDB writes a database whose MANIFEST is a snapshot followed by the
+// edits of manifestEdits, copied while the database is open (as a crash would
 // leave it), and returns its directory and the offsets at which the edits
 // start, plus the file's end.
-func mdBuild(t *testing.T) (string, []int) {
+func buildManifestDB(t *testing.T) (string, []int) {
 	t.Helper()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "pristine")
-	db, err := Open(dir, dmgOptions(CompressionZstd))
+	db, err := engine.Open(dir, damageOptions(engine.CompressionZstd))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "b"} {
-		c := mustCreateContainer(t, db, ContainerProperties{ID: id})
+		c := mustCreateContainer(t, db, engine.ContainerProperties{ID: id})
 		for i := range 5 {
 			if _, err := c.Upsert(ctx, []byte(fmt.Sprintf(`{"id":"%s%d"}`, id, i))); err != nil {
 				t.Fatal(err)
@@ -67,12 +69,12 @@ func mdBuild(t *testing.T) (string, []int) {
 	if err := db.Close(); err != nil { // the MANIFEST is one snapshot
 		t.Fatal(err)
 	}
-	if db, err = Open(dir, dmgOptions(CompressionZstd)); err != nil {
+	if db, err = engine.Open(dir, damageOptions(engine.CompressionZstd)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, manifestName)
+	path := filepath.Join(dir, engine.ManifestName)
 	var offs []int
-	for _, e := range mdEdits[1:] {
+	for _, e := range manifestEdits[1:] {
 		st, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -84,25 +86,25 @@ func mdBuild(t *testing.T) (string, []int) {
 	}
 	st, _ := os.Stat(path)
 	offs = append(offs, int(st.Size()))
-	out := dmgCopy(t, dir, filepath.Join(t.TempDir(), "withedits"))
+	out := testutil.MustCopyDir(t, dir, filepath.Join(t.TempDir(), "withedits"))
 	db.Close()
 	for i := 1; i < len(offs); i++ {
 		if offs[i] <= offs[i-1] {
-			t.Fatalf("edit %q did not append to the MANIFEST (offsets %v)", mdEdits[i].what, offs)
+			t.Fatalf("edit %q did not append to the MANIFEST (offsets %v)", manifestEdits[i].what, offs)
 		}
 	}
 	return out, offs
 }
 
-// mdCheck opens dir and requires the state after the first k edits.
-func mdCheck(t *testing.T, dir string, k int, what string) {
+// checkManifestDB opens dir and requires the state after the first k edits.
+func checkManifestDB(t *testing.T, dir string, k int, what string) {
 	t.Helper()
-	db, err := dmgOpen(t, dir, CompressionZstd)
+	db, err := openDamaged(t, dir, engine.CompressionZstd)
 	if err != nil {
-		t.Fatalf("%s: Open = %v, want the state after %q", what, err, mdEdits[k].what)
+		t.Fatalf("%s: Open = %v, want the state after %q", what, err, manifestEdits[k].what)
 	}
 	defer db.Close()
-	want := mdEdits[k]
+	want := manifestEdits[k]
 	if got := db.Containers(); !slices.Equal(got, want.ids) {
 		t.Fatalf("%s: containers %v, want %v (the state after %q)", what, got, want.ids, want.what)
 	}
@@ -128,9 +130,9 @@ func mdCheck(t *testing.T, dir string, k int, what string) {
 // edit is damage to an acknowledged change: Open refuses with ErrCorrupt
 // and changes nothing.
 func TestDamageManifestEdits(t *testing.T) {
-	pristine, offs := mdBuild(t)
-	mdCheck(t, dmgCopy(t, pristine, filepath.Join(t.TempDir(), "whole")), len(mdEdits)-1, "undamaged")
-	rng := dmgSeed(t)
+	pristine, offs := buildManifestDB(t)
+	checkManifestDB(t, testutil.MustCopyDir(t, pristine, filepath.Join(t.TempDir(), "whole")), len(manifestEdits)-1, "undamaged")
+	rng := damageRand(t)
 	work := filepath.Join(t.TempDir(), "db")
 	last := len(offs) - 2 // the index of the last edit's start
 	step := 1
@@ -138,19 +140,19 @@ func TestDamageManifestEdits(t *testing.T) {
 		step = 5
 	}
 	for off := offs[0]; off < offs[len(offs)-1]; off += step {
-		dir := dmgCopy(t, pristine, work)
-		mask := dmgBit(rng)
-		dmgFlip(t, filepath.Join(dir, manifestName), int64(off), mask)
+		dir := testutil.MustCopyDir(t, pristine, work)
+		mask := randomBit(rng)
+		flipBits(t, filepath.Join(dir, engine.ManifestName), int64(off), mask)
 		what := fmt.Sprintf("MANIFEST byte %d ^ %#02x (edits at %v)", off, mask, offs)
 		if off >= offs[last] {
-			mdCheck(t, dir, last, what)
-			ents, err := os.ReadDir(filepath.Join(dir, brokenDir))
+			checkManifestDB(t, dir, last, what)
+			ents, err := os.ReadDir(filepath.Join(dir, engine.BrokenDir))
 			if err != nil || len(ents) != 1 {
 				t.Fatalf("%s: broken/ holds %v (%v), want the one copy of the MANIFEST", what, ents, err)
 			}
-			mdCheck(t, dir, last, what+", opened again")
+			checkManifestDB(t, dir, last, what+", opened again")
 		} else {
-			dmgMustRefuse(t, dir, CompressionZstd, what)
+			mustRefuse(t, dir, engine.CompressionZstd, what)
 		}
 		if t.Failed() {
 			t.FailNow()
@@ -158,23 +160,23 @@ func TestDamageManifestEdits(t *testing.T) {
 	}
 	for k := 0; k+1 < len(offs); k++ {
 		for _, cut := range []int{offs[k], offs[k] + 1, offs[k] + 7, offs[k] + 8, (offs[k] + offs[k+1]) / 2, offs[k+1] - 1} {
-			dir := dmgCopy(t, pristine, work)
-			if err := os.Truncate(filepath.Join(dir, manifestName), int64(cut)); err != nil {
+			dir := testutil.MustCopyDir(t, pristine, work)
+			if err := os.Truncate(filepath.Join(dir, engine.ManifestName), int64(cut)); err != nil {
 				t.Fatal(err)
 			}
-			mdCheck(t, dir, k, fmt.Sprintf("MANIFEST cut to %d bytes (edits at %v)", cut, offs))
+			checkManifestDB(t, dir, k, fmt.Sprintf("MANIFEST cut to %d bytes (edits at %v)", cut, offs))
 		}
 	}
 	// Zeros after the last edit (a file that grew but whose data never
 	// came) are a torn tail too.
-	dir := dmgCopy(t, pristine, work)
-	f, err := os.OpenFile(filepath.Join(dir, manifestName), os.O_WRONLY|os.O_APPEND, 0)
+	dir := testutil.MustCopyDir(t, pristine, work)
+	f, err := os.OpenFile(filepath.Join(dir, engine.ManifestName), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Write(make([]byte, 100))
 	f.Close()
-	mdCheck(t, dir, len(mdEdits)-1, "MANIFEST with 100 zero bytes appended")
+	checkManifestDB(t, dir, len(manifestEdits)-1, "MANIFEST with 100 zero bytes appended")
 }
 
 // TestManifestOldFormatOpens: a MANIFEST that is a snapshot alone, as the
@@ -185,20 +187,20 @@ func TestManifestOldFormatOpens(t *testing.T) {
 	dir := t.TempDir()
 	clk := newFakeClock(t0)
 	db := openTest(t, dir, clk)
-	mustCreateContainer(t, db, ContainerProperties{ID: "a"})
+	mustCreateContainer(t, db, engine.ContainerProperties{ID: "a"})
 	db.Close()
-	m, err := readManifest(dir)
+	m, err := engine.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Write it as the old code did: one snapshot through writeManifest.
-	if err := writeManifest(vfs.OS, dir, m); err != nil {
+	if err := engine.WriteManifest(vfs.OS, dir, m); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := os.ReadFile(filepath.Join(dir, manifestName))
+	before, _ := os.ReadFile(filepath.Join(dir, engine.ManifestName))
 	db = openTest(t, dir, clk)
-	mustCreateContainer(t, db, ContainerProperties{ID: "b"})
-	after, _ := os.ReadFile(filepath.Join(dir, manifestName))
+	mustCreateContainer(t, db, engine.ContainerProperties{ID: "b"})
+	after, _ := os.ReadFile(filepath.Join(dir, engine.ManifestName))
 	if len(after) <= len(before) || string(after[:len(before)]) != string(before) {
 		t.Fatalf("the create rewrote the MANIFEST (%d -> %d bytes) instead of appending an edit", len(before), len(after))
 	}
@@ -211,7 +213,7 @@ func TestManifestOldFormatOpens(t *testing.T) {
 	if got := db.Containers(); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("containers %v, want [b]", got)
 	}
-	if _, err := db.Container("a"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Container("a"); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("deleted container: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine/internal/testutil"
 	"github.com/ebbdb/ebb/engine/vfs"
 )
 
@@ -202,7 +203,7 @@ func TestManifestEditsConcurrent(t *testing.T) {
 		t.Fatalf("%d MANIFEST rewrites: the edit log was not compacted while changes went on", rewrites)
 	}
 	want := db.Containers()
-	copyDir := dmgCopy(t, dir, filepath.Join(t.TempDir(), "copy"))
+	copyDir := testutil.MustCopyDir(t, dir, filepath.Join(t.TempDir(), "copy"))
 	db2 := openTest(t, copyDir, clk)
 	defer db2.Close()
 	if got := db2.Containers(); !slices.Equal(got, want) {
@@ -263,7 +264,7 @@ func TestManifestEditKeepsReplayStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			crashed := dmgCopy(t, dir, filepath.Join(t.TempDir(), "crashed"))
+			crashed := testutil.MustCopyDir(t, dir, filepath.Join(t.TempDir(), "crashed"))
 			db.manMu.Lock()
 			db.journalFrom = was
 			db.manMu.Unlock()

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 // The reference model of the TTL rules (policy's doc, README "TTL rules") used by TestModel (model_test.go).
 //
@@ -6,7 +6,7 @@ package engine
 // neither policy nor index, and it does not compute expiry instants from a
 // policy history. Instead it keeps, per container, the current DefaultTTL
 // and, per item, its body, _ts, own ttl and etag, and it deletes an item the
-// moment the model observes it expired (mdlModel.sweep). sweep runs at every
+// moment the model observes it expired (refModel.sweep). sweep runs at every
 // step, after every clock move and on both sides of every DefaultTTL change,
 // so "expiry is final" holds by construction: once gone, an item can only
 // come back through a new write.
@@ -14,55 +14,57 @@ package engine
 import (
 	"errors"
 	"sort"
+
+	"github.com/ebbdb/ebb/engine"
 )
 
-// mdlTTLOff is the DefaultTTL value of the model meaning "absent" (TTL off).
+// ttlOff is the DefaultTTL value of the model meaning "absent" (TTL off).
 // Item ttl 0 likewise means "no ttl property"; both are invalid as values.
-const mdlTTLOff = 0
+const ttlOff = 0
 
-// mdlItem is a live item of the model.
-type mdlItem struct {
+// refItem is a live item of the model.
+type refItem struct {
 	body map[string]any // user properties (id, ttl and the rest), no _ts/_etag
 	ts   int64
 	ttl  int32 // 0 absent, -1, or 1..2147483647
 	etag string
 }
 
-// mdlCont is one container of the model.
-type mdlCont struct {
-	dttl  int64 // mdlTTLOff, -1 or n
-	items map[string]*mdlItem
+// refContainer is one container of the model.
+type refContainer struct {
+	dttl  int64 // ttlOff, -1 or n
+	items map[string]*refItem
 	// etags lists every etag the engine issued per id in this incarnation of
 	// the container, oldest first: an etag may never be issued twice for an id.
 	etags map[string][]string
 	// ghosts are the items that expired (not deleted or overwritten since),
 	// kept only to count how often a DefaultTTL change would bring one back
-	// under a rule that forgot "expiry is final" (mdlModel.traps).
-	ghosts map[string]*mdlItem
+	// under a rule that forgot "expiry is final" (refModel.traps).
+	ghosts map[string]*refItem
 }
 
-func newMdlCont(dttl int64) *mdlCont {
-	return &mdlCont{dttl: dttl, items: map[string]*mdlItem{}, etags: map[string][]string{}, ghosts: map[string]*mdlItem{}}
+func newRefContainer(dttl int64) *refContainer {
+	return &refContainer{dttl: dttl, items: map[string]*refItem{}, etags: map[string][]string{}, ghosts: map[string]*refItem{}}
 }
 
-// mdlModel is the whole reference state.
-type mdlModel struct {
+// refModel is the whole reference state.
+type refModel struct {
 	// now is the engine time the model expects. At Open it is the larger of
 	// the wall clock and the time before; then every wall clock the engine
 	// is shown moves it on by as much as the wall moved forward (the time
 	// elapsed, to an injected clock), never back.
 	now   int64
-	wall  int64      // the wall clock the engine was last shown
-	conts []*mdlCont // by container index; nil when the container does not exist
+	wall  int64           // the wall clock the engine was last shown
+	conts []*refContainer // by container index; nil when the container does not exist
 
 	expirations int // items the model saw expire
 	traps       int // DefaultTTL changes after which an expired item would be live again but for "expiry is final"
 }
 
-// mdlLifetime is the effective TTL table of the TTL rules: the number of
+// lifetime is the effective TTL table of the TTL rules: the number of
 // seconds after _ts at which the item expires, and whether it expires at all.
-func mdlLifetime(dttl int64, ttl int32) (int64, bool) {
-	if dttl == mdlTTLOff { // TTL off: nothing expires, item ttl ignored
+func lifetime(dttl int64, ttl int32) (int64, bool) {
+	if dttl == ttlOff { // TTL off: nothing expires, item ttl ignored
 		return 0, false
 	}
 	switch {
@@ -77,22 +79,22 @@ func mdlLifetime(dttl int64, ttl int32) (int64, bool) {
 	}
 }
 
-// mdlExpired says whether it is expired at now under default dttl. The sum
+// expiredAt says whether it is expired at now under default dttl. The sum
 // is computed in 64 bits.
-func mdlExpired(it *mdlItem, dttl, now int64) bool {
-	life, ok := mdlLifetime(dttl, it.ttl)
+func expiredAt(it *refItem, dttl, now int64) bool {
+	life, ok := lifetime(dttl, it.ttl)
 	return ok && it.ts+life <= now
 }
 
 // sweep removes, for good, every item that is expired at m.now under its
 // container's current DefaultTTL.
-func (m *mdlModel) sweep() {
+func (m *refModel) sweep() {
 	for _, c := range m.conts {
 		if c == nil {
 			continue
 		}
 		for id, it := range c.items {
-			if mdlExpired(it, c.dttl, m.now) {
+			if expiredAt(it, c.dttl, m.now) {
 				delete(c.items, id)
 				c.ghosts[id] = it
 				m.expirations++
@@ -103,7 +105,7 @@ func (m *mdlModel) sweep() {
 
 // observe moves the model's now to the wall-clock second wall if that is
 // later, and sweeps.
-func (m *mdlModel) observe(wall int64) {
+func (m *refModel) observe(wall int64) {
 	m.now += max(0, wall-m.wall)
 	m.wall = wall
 	m.sweep()
@@ -111,7 +113,7 @@ func (m *mdlModel) observe(wall int64) {
 
 // reopen is observe for an Open at wall: the engine's now starts at the
 // larger of the wall and its floor.
-func (m *mdlModel) reopen(wall int64) {
+func (m *refModel) reopen(wall int64) {
 	m.now = max(m.now, wall)
 	m.wall = wall
 	m.sweep()
@@ -119,12 +121,12 @@ func (m *mdlModel) reopen(wall int64) {
 
 // setDefaultTTL changes container k's DefaultTTL at m.now: what expired under
 // the old one is gone first, then the new one applies retroactively.
-func (m *mdlModel) setDefaultTTL(k int, dttl int64) {
+func (m *refModel) setDefaultTTL(k int, dttl int64) {
 	m.sweep()
 	c := m.conts[k]
 	c.dttl = dttl
 	for id, g := range c.ghosts {
-		if c.items[id] == nil && !mdlExpired(g, dttl, m.now) {
+		if c.items[id] == nil && !expiredAt(g, dttl, m.now) {
 			m.traps++
 		}
 	}
@@ -133,35 +135,35 @@ func (m *mdlModel) setDefaultTTL(k int, dttl int64) {
 
 // expect is the outcome the rules give a write of kind to id, with an IfMatch
 // etag when hasEtag: nil or one of the sentinels.
-func (c *mdlCont) expect(kind mdlKind, id string, hasEtag bool, etag string) error {
+func (c *refContainer) expect(kind opKind, id string, hasEtag bool, etag string) error {
 	cur := c.items[id]
 	switch kind {
-	case mdlCreate:
+	case opCreate:
 		if cur != nil {
-			return ErrConflict
+			return engine.ErrConflict
 		}
 		if hasEtag {
-			return ErrPreconditionFailed
+			return engine.ErrPreconditionFailed
 		}
-	case mdlUpsert:
+	case opUpsert:
 		if hasEtag && (cur == nil || cur.etag != etag) {
-			return ErrPreconditionFailed
+			return engine.ErrPreconditionFailed
 		}
-	case mdlReplace, mdlDelete:
+	case opReplace, opDelete:
 		if cur == nil {
-			return ErrNotFound
+			return engine.ErrNotFound
 		}
 		if hasEtag && cur.etag != etag {
-			return ErrPreconditionFailed
+			return engine.ErrPreconditionFailed
 		}
 	default:
-		return errors.New("mdl: not a write")
+		return errors.New("model: not a write")
 	}
 	return nil
 }
 
 // ids returns the live ids of c in order.
-func (c *mdlCont) ids() []string {
+func (c *refContainer) ids() []string {
 	ids := make([]string, 0, len(c.items))
 	for id := range c.items {
 		ids = append(ids, id)
@@ -171,7 +173,7 @@ func (c *mdlCont) ids() []string {
 }
 
 // lastEtag returns the newest etag issued for id, if any.
-func (c *mdlCont) lastEtag(id string) (string, bool) {
+func (c *refContainer) lastEtag(id string) (string, bool) {
 	l := c.etags[id]
 	if len(l) == 0 {
 		return "", false
@@ -180,7 +182,7 @@ func (c *mdlCont) lastEtag(id string) (string, bool) {
 }
 
 // staleEtag returns the newest etag issued for id that is not its current one.
-func (c *mdlCont) staleEtag(id string) (string, bool) {
+func (c *refContainer) staleEtag(id string) (string, bool) {
 	cur := ""
 	if it := c.items[id]; it != nil {
 		cur = it.etag
@@ -195,7 +197,7 @@ func (c *mdlCont) staleEtag(id string) (string, bool) {
 }
 
 // issued reports whether etag was already issued for id.
-func (c *mdlCont) issued(id, etag string) bool {
+func (c *refContainer) issued(id, etag string) bool {
 	for _, e := range c.etags[id] {
 		if e == etag {
 			return true
@@ -207,7 +209,7 @@ func (c *mdlCont) issued(id, etag string) bool {
 // nextExpiry returns the earliest instant after now at which a live item
 // expires under its container's current DefaultTTL, if any. The runner uses
 // it only to choose clock moves that land on expiry instants.
-func (m *mdlModel) nextExpiry() (int64, bool) {
+func (m *refModel) nextExpiry() (int64, bool) {
 	var next int64
 	found := false
 	for _, c := range m.conts {
@@ -215,7 +217,7 @@ func (m *mdlModel) nextExpiry() (int64, bool) {
 			continue
 		}
 		for _, it := range c.items {
-			if life, ok := mdlLifetime(c.dttl, it.ttl); ok && (!found || it.ts+life < next) {
+			if life, ok := lifetime(c.dttl, it.ttl); ok && (!found || it.ts+life < next) {
 				next, found = it.ts+life, true
 			}
 		}

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 // TestModel is the model-based (metamorphic) test of ebb's first invariant:
 // the visible state is a pure function of the acknowledged writes, the
@@ -24,8 +24,8 @@ package engine
 // (every 1-5 steps).
 //
 // Two white-box touches: after a clock move with no container left the
-// runner calls db.clock.now() so that the engine observes that second, and a
-// simulated crash holds db.sealMu while it copies the files.
+// runner calls engine.Now(db) so that the engine observes that second, and a
+// simulated crash holds off seals (engine.HoldSeals) while it copies the files.
 //
 //	EBB_MODEL_SEED=n    replay seed n (it is logged by every run)
 //	EBB_MODEL_OPS=n     n random operations per variant instead of the default
@@ -44,7 +44,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -55,100 +54,103 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/internal/testutil"
 )
 
-type mdlKind uint8
+type opKind uint8
 
 const (
-	mdlCreate mdlKind = iota
-	mdlUpsert
-	mdlReplace
-	mdlDelete
-	mdlRead
-	mdlBatch
-	mdlItems
-	mdlStats
-	mdlClock
-	mdlSetTTL
-	mdlCompact
-	mdlCompactAll
-	mdlReopen
-	mdlCreateContainer
-	mdlDeleteContainer
-	mdlBadTTL
-	mdlBadProps
-	mdlCheckAll
-	mdlCrash
-	mdlKinds
+	opCreate opKind = iota
+	opUpsert
+	opReplace
+	opDelete
+	opRead
+	opBatch
+	opItems
+	opStats
+	opClock
+	opSetTTL
+	opCompact
+	opCompactAll
+	opReopen
+	opCreateContainer
+	opDeleteContainer
+	opBadTTL
+	opBadProps
+	opCheckAll
+	opCrash
+	opKinds
 )
 
-var mdlKindNames = [mdlKinds]string{
+var opKindNames = [opKinds]string{
 	"create", "upsert", "replace", "delete", "read", "batch", "items", "stats", "clock",
 	"setttl", "compact", "compact-all", "reopen", "create-container", "delete-container",
 	"bad-ttl", "bad-props", "check-all", "crash",
 }
 
-func (k mdlKind) String() string { return mdlKindNames[k] }
+func (k opKind) String() string { return opKindNames[k] }
 
-// mdlEtag names the IfMatch etag of a write symbolically.
-type mdlEtag uint8
+// etagChoice names the IfMatch etag of a write symbolically.
+type etagChoice uint8
 
 const (
-	mdlNoEtag    mdlEtag = iota
-	mdlRightEtag         // the item's current etag (its last one when it is gone)
-	mdlStaleEtag         // an earlier etag of the item
-	mdlBogusEtag         // an etag never issued
+	etagNone  etagChoice = iota
+	etagRight            // the item's current etag (its last one when it is gone)
+	etagStale            // an earlier etag of the item
+	etagBogus            // an etag never issued
 )
 
-const mdlBogus = `"not-an-etag"`
+const bogusETag = `"not-an-etag"`
 
 // The id space.
 const (
-	mdlConts = 3
-	mdlIDs   = 30
+	modelContainers = 3
+	modelIDs        = 30
 )
 
-func mdlCName(k int) string { return "c" + strconv.Itoa(k) }
-func mdlID(i int) string    { return fmt.Sprintf("i%02d", i) }
+func containerName(k int) string { return "c" + strconv.Itoa(k) }
+func itemID(i int) string        { return fmt.Sprintf("i%02d", i) }
 
-// mdlOp is one step of a sequence.
-type mdlOp struct {
-	kind mdlKind
-	c    int     // container index
-	id   int     // item index
-	ttl  int32   // the item's ttl: 0 absent, -1, n
-	val  int     // the user value; also picks padding and variants
-	sys  bool    // the document carries stale _ts and _etag, to be ignored
-	etag mdlEtag // IfMatch
-	dt   int64   // clock: seconds the wall clock moves (negative: back)
-	dttl int64   // setttl, create-container: DefaultTTL (mdlTTLOff: absent)
-	sub  []mdlOp // batch: its operations, on distinct ids
-	dup  bool    // batch: also writes its first id a second time
-	back int64   // reopen: seconds the wall clock is set back before Open
-	fix  bool    // clock: a wall clock behind the engine's time is first corrected to it
-	land bool    // clock: move to the next expiry instant of a live item, plus dt (-1 or 0), if within the hour
-	sync bool    // reopen: fsync writes (NoSync off)
-	comp Compression
+// modelOp is one step of a sequence.
+type modelOp struct {
+	kind opKind
+	c    int        // container index
+	id   int        // item index
+	ttl  int32      // the item's ttl: 0 absent, -1, n
+	val  int        // the user value; also picks padding and variants
+	sys  bool       // the document carries stale _ts and _etag, to be ignored
+	etag etagChoice // IfMatch
+	dt   int64      // clock: seconds the wall clock moves (negative: back)
+	dttl int64      // setttl, create-container: DefaultTTL (ttlOff: absent)
+	sub  []modelOp  // batch: its operations, on distinct ids
+	dup  bool       // batch: also writes its first id a second time
+	back int64      // reopen: seconds the wall clock is set back before Open
+	fix  bool       // clock: a wall clock behind the engine's time is first corrected to it
+	land bool       // clock: move to the next expiry instant of a live item, plus dt (-1 or 0), if within the hour
+	sync bool       // reopen: fsync writes (NoSync off)
+	comp engine.Compression
 }
 
-func mdlTTLString(dttl int64) string {
-	if dttl == mdlTTLOff {
+func ttlString(dttl int64) string {
+	if dttl == ttlOff {
 		return "nil"
 	}
 	return strconv.FormatInt(dttl, 10)
 }
 
-func (o mdlOp) String() string {
+func (o modelOp) String() string {
 	var b strings.Builder
 	b.WriteString(o.kind.String())
 	switch o.kind {
-	case mdlCreate, mdlUpsert, mdlReplace, mdlDelete, mdlRead, mdlBadTTL:
-		fmt.Fprintf(&b, " %s/%s", mdlCName(o.c), mdlID(o.id))
-	case mdlItems, mdlStats, mdlCompact, mdlSetTTL, mdlCreateContainer, mdlDeleteContainer, mdlBadProps, mdlBatch:
-		fmt.Fprintf(&b, " %s", mdlCName(o.c))
+	case opCreate, opUpsert, opReplace, opDelete, opRead, opBadTTL:
+		fmt.Fprintf(&b, " %s/%s", containerName(o.c), itemID(o.id))
+	case opItems, opStats, opCompact, opSetTTL, opCreateContainer, opDeleteContainer, opBadProps, opBatch:
+		fmt.Fprintf(&b, " %s", containerName(o.c))
 	}
 	switch o.kind {
-	case mdlCreate, mdlUpsert, mdlReplace:
+	case opCreate, opUpsert, opReplace:
 		if o.ttl != 0 {
 			fmt.Fprintf(&b, " ttl=%d", o.ttl)
 		}
@@ -156,11 +158,11 @@ func (o mdlOp) String() string {
 		if o.sys {
 			b.WriteString(" +sys")
 		}
-	case mdlBadTTL:
-		fmt.Fprintf(&b, " %s ttl=%s", []mdlKind{mdlCreate, mdlUpsert, mdlReplace}[o.val%3], mdlBadTTLs[o.val%len(mdlBadTTLs)])
-	case mdlBadProps:
+	case opBadTTL:
+		fmt.Fprintf(&b, " %s ttl=%s", []opKind{opCreate, opUpsert, opReplace}[o.val%3], badTTLs[o.val%len(badTTLs)])
+	case opBadProps:
 		fmt.Fprintf(&b, " #%d", o.val%4)
-	case mdlClock:
+	case opClock:
 		fmt.Fprintf(&b, " %+d", o.dt)
 		if o.fix {
 			b.WriteString(" +fix")
@@ -168,13 +170,13 @@ func (o mdlOp) String() string {
 		if o.land {
 			b.WriteString(" to-next-expiry")
 		}
-	case mdlSetTTL, mdlCreateContainer:
-		fmt.Fprintf(&b, " defaultTtl=%s", mdlTTLString(o.dttl))
-	case mdlReopen:
+	case opSetTTL, opCreateContainer:
+		fmt.Fprintf(&b, " defaultTtl=%s", ttlString(o.dttl))
+	case opReopen:
 		fmt.Fprintf(&b, " back=%d sync=%v comp=%d", o.back, o.sync, o.comp)
-	case mdlCrash:
+	case opCrash:
 		fmt.Fprintf(&b, " sync=%v comp=%d", o.sync, o.comp)
-	case mdlBatch:
+	case opBatch:
 		b.WriteString(" [")
 		for i, s := range o.sub {
 			if i > 0 {
@@ -188,11 +190,11 @@ func (o mdlOp) String() string {
 		}
 	}
 	switch o.etag {
-	case mdlRightEtag:
+	case etagRight:
 		b.WriteString(" if=right")
-	case mdlStaleEtag:
+	case etagStale:
 		b.WriteString(" if=stale")
-	case mdlBogusEtag:
+	case etagBogus:
 		b.WriteString(" if=bogus")
 	}
 	return b.String()
@@ -200,35 +202,35 @@ func (o mdlOp) String() string {
 
 // ---- generation ----
 
-// mdlGen returns the ops of one variant: n random operations, with
+// opGen returns the ops of one variant: n random operations, with
 // compactions after every step or restarts every few steps where the
 // variant asks for them, a full check every 50 steps, and a final restart.
-func mdlGen(rng *rand.Rand, n int, variant string) []mdlOp {
-	ops := []mdlOp{
-		{kind: mdlCreateContainer, c: 0, dttl: mdlGenDTTL(rng)},
-		{kind: mdlCreateContainer, c: 1, dttl: mdlGenDTTL(rng)},
+func opGen(rng *rand.Rand, n int, variant string) []modelOp {
+	ops := []modelOp{
+		{kind: opCreateContainer, c: 0, dttl: genDefaultTTL(rng)},
+		{kind: opCreateContainer, c: 1, dttl: genDefaultTTL(rng)},
 	}
 	untilRestart := 0
 	for i := range n {
-		ops = append(ops, mdlGenOp(rng))
+		ops = append(ops, genOp(rng))
 		f := float64(i) / float64(n)
 		if variant == "compact" || (variant == "mixed" && f >= 0.40 && f < 0.45) {
-			ops = append(ops, mdlOp{kind: mdlCompactAll})
+			ops = append(ops, modelOp{kind: opCompactAll})
 		}
 		if variant == "restart" || (variant == "mixed" && f >= 0.70 && f < 0.80) {
 			if untilRestart--; untilRestart <= 0 {
-				ops = append(ops, mdlGenReopen(rng))
+				ops = append(ops, genReopen(rng))
 				untilRestart = 1 + rng.IntN(5)
 			}
 		}
 		if i%50 == 49 {
-			ops = append(ops, mdlOp{kind: mdlCheckAll})
+			ops = append(ops, modelOp{kind: opCheckAll})
 		}
 	}
-	return append(ops, mdlOp{kind: mdlCheckAll}, mdlGenReopen(rng), mdlOp{kind: mdlCompactAll})
+	return append(ops, modelOp{kind: opCheckAll}, genReopen(rng), modelOp{kind: opCompactAll})
 }
 
-func mdlGenContainer(rng *rand.Rand) int {
+func genContainer(rng *rand.Rand) int {
 	switch p := rng.IntN(100); {
 	case p < 45:
 		return 0
@@ -239,7 +241,7 @@ func mdlGenContainer(rng *rand.Rand) int {
 	}
 }
 
-func mdlGenItemTTL(rng *rand.Rand) int32 {
+func genItemTTL(rng *rand.Rand) int32 {
 	switch p := rng.IntN(100); {
 	case p < 30:
 		return 0
@@ -252,10 +254,10 @@ func mdlGenItemTTL(rng *rand.Rand) int32 {
 	}
 }
 
-func mdlGenDTTL(rng *rand.Rand) int64 {
+func genDefaultTTL(rng *rand.Rand) int64 {
 	switch p := rng.IntN(100); {
 	case p < 20:
-		return mdlTTLOff
+		return ttlOff
 	case p < 40:
 		return -1
 	case p < 85:
@@ -267,95 +269,95 @@ func mdlGenDTTL(rng *rand.Rand) int64 {
 	}
 }
 
-// mdlGenEtag picks an IfMatch mode; pNone is the percentage without one.
-func mdlGenEtag(rng *rand.Rand, pNone int) mdlEtag {
+// genETag picks an IfMatch mode; pNone is the percentage without one.
+func genETag(rng *rand.Rand, pNone int) etagChoice {
 	p := rng.IntN(100)
 	switch {
 	case p < pNone:
-		return mdlNoEtag
+		return etagNone
 	case p < pNone+(100-pNone)/2:
-		return mdlRightEtag
+		return etagRight
 	case p < pNone+(100-pNone)*4/5:
-		return mdlStaleEtag
+		return etagStale
 	default:
-		return mdlBogusEtag
+		return etagBogus
 	}
 }
 
-func mdlGenWrite(rng *rand.Rand, kind mdlKind, c, id int) mdlOp {
-	o := mdlOp{kind: kind, c: c, id: id}
+func genWrite(rng *rand.Rand, kind opKind, c, id int) modelOp {
+	o := modelOp{kind: kind, c: c, id: id}
 	switch kind {
-	case mdlCreate:
-	case mdlUpsert:
-		o.etag = mdlGenEtag(rng, 85)
-	case mdlReplace:
-		o.etag = mdlGenEtag(rng, 45)
-	case mdlDelete:
-		o.etag = mdlGenEtag(rng, 50)
+	case opCreate:
+	case opUpsert:
+		o.etag = genETag(rng, 85)
+	case opReplace:
+		o.etag = genETag(rng, 45)
+	case opDelete:
+		o.etag = genETag(rng, 50)
 	}
-	if kind != mdlDelete {
-		o.ttl = mdlGenItemTTL(rng)
+	if kind != opDelete {
+		o.ttl = genItemTTL(rng)
 		o.val = rng.IntN(100000)
 		o.sys = rng.IntN(20) == 0
 	}
 	return o
 }
 
-func mdlGenReopen(rng *rand.Rand) mdlOp {
-	o := mdlOp{kind: mdlReopen, sync: rng.IntN(100) < 15}
+func genReopen(rng *rand.Rand) modelOp {
+	o := modelOp{kind: opReopen, sync: rng.IntN(100) < 15}
 	if rng.IntN(100) < 25 {
-		o.kind = mdlCrash
+		o.kind = opCrash
 	} else if rng.IntN(100) < 35 {
 		o.back = 3600 * (1 + rng.Int64N(3))
 	}
-	o.comp = []Compression{CompressionDefault, CompressionDefault, CompressionS2, CompressionNone}[rng.IntN(4)]
+	o.comp = []engine.Compression{engine.CompressionDefault, engine.CompressionDefault, engine.CompressionS2, engine.CompressionNone}[rng.IntN(4)]
 	return o
 }
 
-func mdlGenOp(rng *rand.Rand) mdlOp {
-	c, id := mdlGenContainer(rng), rng.IntN(mdlIDs)
+func genOp(rng *rand.Rand) modelOp {
+	c, id := genContainer(rng), rng.IntN(modelIDs)
 	if rng.IntN(100) < 60 { // a few hot ids, so that items often exist
 		id = rng.IntN(8)
 	}
 	switch w := rng.IntN(1000); {
 	case w < 130:
-		return mdlGenWrite(rng, mdlCreate, c, id)
+		return genWrite(rng, opCreate, c, id)
 	case w < 270:
-		return mdlGenWrite(rng, mdlUpsert, c, id)
+		return genWrite(rng, opUpsert, c, id)
 	case w < 360:
-		return mdlGenWrite(rng, mdlReplace, c, id)
+		return genWrite(rng, opReplace, c, id)
 	case w < 430:
-		return mdlGenWrite(rng, mdlDelete, c, id)
+		return genWrite(rng, opDelete, c, id)
 	case w < 580:
-		return mdlOp{kind: mdlRead, c: c, id: id}
+		return modelOp{kind: opRead, c: c, id: id}
 	case w < 640:
-		o := mdlOp{kind: mdlBatch, c: c, dup: rng.IntN(25) == 0}
-		ids := rng.Perm(mdlIDs)[:2+rng.IntN(3)]
+		o := modelOp{kind: opBatch, c: c, dup: rng.IntN(25) == 0}
+		ids := rng.Perm(modelIDs)[:2+rng.IntN(3)]
 		if rng.IntN(2) == 0 {
 			ids = rng.Perm(8)[:len(ids)]
 		}
 		for _, id := range ids {
-			kind := []mdlKind{mdlUpsert, mdlUpsert, mdlUpsert, mdlCreate, mdlCreate, mdlReplace, mdlDelete}[rng.IntN(7)]
-			s := mdlGenWrite(rng, kind, c, id)
+			kind := []opKind{opUpsert, opUpsert, opUpsert, opCreate, opCreate, opReplace, opDelete}[rng.IntN(7)]
+			s := genWrite(rng, kind, c, id)
 			if rng.IntN(100) < 70 {
-				s.etag = mdlNoEtag
+				s.etag = etagNone
 			}
 			o.sub = append(o.sub, s)
 		}
 		if rng.IntN(4) == 0 { // one operation that must fail: nothing is applied
 			s := &o.sub[rng.IntN(len(o.sub))]
-			s.kind, s.etag = mdlReplace, mdlBogusEtag
+			s.kind, s.etag = opReplace, etagBogus
 			if s.val == 0 {
-				s.val, s.ttl = rng.IntN(100000), mdlGenItemTTL(rng)
+				s.val, s.ttl = rng.IntN(100000), genItemTTL(rng)
 			}
 		}
 		return o
 	case w < 665:
-		return mdlOp{kind: mdlItems, c: c}
+		return modelOp{kind: opItems, c: c}
 	case w < 690:
-		return mdlOp{kind: mdlStats, c: c}
+		return modelOp{kind: opStats, c: c}
 	case w < 820:
-		o := mdlOp{kind: mdlClock, id: id}
+		o := modelOp{kind: opClock, id: id}
 		switch p := rng.IntN(100); {
 		case p < 55:
 			o.dt = rng.Int64N(6)
@@ -374,32 +376,32 @@ func mdlGenOp(rng *rand.Rand) mdlOp {
 		}
 		return o
 	case w < 850:
-		return mdlOp{kind: mdlSetTTL, c: c, dttl: mdlGenDTTL(rng)}
+		return modelOp{kind: opSetTTL, c: c, dttl: genDefaultTTL(rng)}
 	case w < 870:
-		return mdlOp{kind: mdlCompact, c: c}
+		return modelOp{kind: opCompact, c: c}
 	case w < 880:
-		return mdlGenReopen(rng)
+		return genReopen(rng)
 	case w < 900:
-		return mdlOp{kind: mdlCreateContainer, c: c, dttl: mdlGenDTTL(rng)}
+		return modelOp{kind: opCreateContainer, c: c, dttl: genDefaultTTL(rng)}
 	case w < 904:
-		return mdlOp{kind: mdlDeleteContainer, c: c}
+		return modelOp{kind: opDeleteContainer, c: c}
 	case w < 920:
-		return mdlOp{kind: mdlBadTTL, c: c, id: id, val: rng.IntN(1000)}
+		return modelOp{kind: opBadTTL, c: c, id: id, val: rng.IntN(1000)}
 	case w < 930:
-		return mdlOp{kind: mdlBadProps, c: c, val: rng.IntN(1000)}
+		return modelOp{kind: opBadProps, c: c, val: rng.IntN(1000)}
 	default:
-		return mdlOp{kind: mdlRead, c: c, id: id}
+		return modelOp{kind: opRead, c: c, id: id}
 	}
 }
 
-// mdlBadTTLs are item ttl values the TTL rules reject.
-var mdlBadTTLs = []string{`0`, `null`, `1.5`, `"10"`, `true`, `{}`, `-2`, `2147483648`, `-2147483649`, `[]`, `-0.5`}
+// badTTLs are item ttl values the TTL rules reject.
+var badTTLs = []string{`0`, `null`, `1.5`, `"10"`, `true`, `{}`, `-2`, `2147483648`, `-2147483649`, `[]`, `-0.5`}
 
 // ---- documents ----
 
-// mdlDoc returns the JSON of a document and the user properties a read of it
+// modelDoc returns the JSON of a document and the user properties a read of it
 // must show (everything but _ts and _etag).
-func mdlDoc(id string, ttl int32, val int, sys bool) ([]byte, map[string]any) {
+func modelDoc(id string, ttl int32, val int, sys bool) ([]byte, map[string]any) {
 	m := map[string]any{"id": id, "v": val, "pad": strings.Repeat("x", val%300)}
 	if ttl != 0 {
 		m["ttl"] = ttl
@@ -415,7 +417,7 @@ func mdlDoc(id string, ttl int32, val int, sys bool) ([]byte, map[string]any) {
 	if err != nil {
 		panic(err)
 	}
-	body, err := mdlDecode(doc)
+	body, err := decodeBody(doc)
 	if err != nil {
 		panic(err)
 	}
@@ -424,7 +426,7 @@ func mdlDoc(id string, ttl int32, val int, sys bool) ([]byte, map[string]any) {
 	return doc, body
 }
 
-func mdlDecode(b []byte) (map[string]any, error) {
+func decodeBody(b []byte) (map[string]any, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var m map[string]any
@@ -437,60 +439,60 @@ func mdlDecode(b []byte) (map[string]any, error) {
 	return m, nil
 }
 
-func mdlTTLPtr(dttl int64) *int32 {
-	if dttl == mdlTTLOff {
+func ttlPtr(dttl int64) *int32 {
+	if dttl == ttlOff {
 		return nil
 	}
-	return TTL(int32(dttl))
+	return engine.TTL(int32(dttl))
 }
 
-func mdlSameTTL(p *int32, dttl int64) bool {
+func sameDefaultTTL(p *int32, dttl int64) bool {
 	if p == nil {
-		return dttl == mdlTTLOff
+		return dttl == ttlOff
 	}
-	return dttl != mdlTTLOff && int64(*p) == dttl
+	return dttl != ttlOff && int64(*p) == dttl
 }
 
 // ---- discrepancies ----
 
-// mdlDiff is a disagreement between the engine and the model. class is
+// diffItems is a disagreement between the engine and the model. class is
 // stable across replays (no ids, values or etags) so that shrinking keeps
 // looking for the same failure.
-type mdlDiff struct{ class, msg string }
+type diffItems struct{ class, msg string }
 
-func (d *mdlDiff) Error() string { return d.class + ": " + d.msg }
+func (d *diffItems) Error() string { return d.class + ": " + d.msg }
 
-func mdlf(class, format string, args ...any) error {
-	return &mdlDiff{class: class, msg: fmt.Sprintf(format, args...)}
+func classErr(class, format string, args ...any) error {
+	return &diffItems{class: class, msg: fmt.Sprintf(format, args...)}
 }
 
-func mdlClass(err error) string {
-	var d *mdlDiff
+func errClass(err error) string {
+	var d *diffItems
 	if errors.As(err, &d) {
 		return d.class
 	}
 	return err.Error()
 }
 
-func mdlErrName(err error) string {
+func errName(err error) string {
 	switch {
 	case err == nil:
 		return "ok"
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, engine.ErrNotFound):
 		return "ErrNotFound"
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, engine.ErrConflict):
 		return "ErrConflict"
-	case errors.Is(err, ErrPreconditionFailed):
+	case errors.Is(err, engine.ErrPreconditionFailed):
 		return "ErrPreconditionFailed"
-	case errors.Is(err, ErrInvalidTTL):
+	case errors.Is(err, engine.ErrInvalidTTL):
 		return "ErrInvalidTTL"
-	case errors.Is(err, ErrInvalidDocument):
+	case errors.Is(err, engine.ErrInvalidDocument):
 		return "ErrInvalidDocument"
-	case errors.Is(err, ErrInvalidProperties):
+	case errors.Is(err, engine.ErrInvalidProperties):
 		return "ErrInvalidProperties"
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, engine.ErrClosed):
 		return "ErrClosed"
-	case errors.Is(err, ErrCorrupt):
+	case errors.Is(err, engine.ErrCorrupt):
 		return "ErrCorrupt"
 	}
 	return "other error"
@@ -498,17 +500,17 @@ func mdlErrName(err error) string {
 
 // ---- the runner ----
 
-type mdlRun struct {
+type modelRun struct {
 	ctx     context.Context
 	base    string // every database directory of the run is under it
 	dir     string // the current one
 	crashes int
 	clk     *fakeClock
-	db      *DB
-	m       mdlModel
-	stale   [mdlConts]*Container // handles of deleted containers, this session
-	counts  [mdlKinds]int
-	spent   [mdlKinds]time.Duration
+	db      *engine.DB
+	m       refModel
+	stale   [modelContainers]*engine.Container // handles of deleted containers, this session
+	counts  [opKinds]int
+	spent   [opKinds]time.Duration
 	live    int            // sum over steps of the model's live items, for the summary
 	outc    map[string]int // outcomes of writes by kind
 	trace   []string
@@ -524,20 +526,20 @@ type mdlRun struct {
 	bgOps  atomic.Int64
 }
 
-// newMdlRun returns a runner whose databases live under base.
-func newMdlRun(base string) *mdlRun {
-	return &mdlRun{
+// newModelRun returns a runner whose databases live under base.
+func newModelRun(base string) *modelRun {
+	return &modelRun{
 		ctx:  context.Background(),
 		base: base,
 		dir:  filepath.Join(base, "db0"),
 		clk:  newFakeClock(t0),
-		m:    mdlModel{now: t0, wall: t0, conts: make([]*mdlCont, mdlConts)},
+		m:    refModel{now: t0, wall: t0, conts: make([]*refContainer, modelContainers)},
 		outc: map[string]int{},
 	}
 }
 
-func (r *mdlRun) options(op mdlOp) *Options {
-	return &Options{
+func (r *modelRun) options(op modelOp) *engine.Options {
+	return &engine.Options{
 		Clock:              r.clk.Now,
 		NoSync:             !op.sync,
 		SealThreshold:      6 << 10,
@@ -551,8 +553,8 @@ func (r *mdlRun) options(op mdlOp) *Options {
 }
 
 // run executes ops; it returns the index of the first op that disagreed.
-func (r *mdlRun) run(ops []mdlOp) (int, error) {
-	db, err := Open(r.dir, r.options(mdlOp{}))
+func (r *modelRun) run(ops []modelOp) (int, error) {
+	db, err := engine.Open(r.dir, r.options(modelOp{}))
 	if err != nil {
 		return 0, fmt.Errorf("open: %w", err)
 	}
@@ -566,7 +568,7 @@ func (r *mdlRun) run(ops []mdlOp) (int, error) {
 		began := time.Now()
 		err := r.exec(op)
 		if e := r.bgErr.Load(); e != nil && err == nil {
-			err = mdlf("background reader: unexpected answer", "%s", *e)
+			err = classErr("background reader: unexpected answer", "%s", *e)
 		}
 		r.spent[op.kind] += time.Since(began)
 		for _, mc := range r.m.conts {
@@ -594,11 +596,11 @@ func (r *mdlRun) run(ops []mdlOp) (int, error) {
 // expiry marking. It cannot know which answer is right at which instant, so
 // it only checks that every answer is one a reader may get: an item, or
 // ErrNotFound.
-func (r *mdlRun) background() {
+func (r *modelRun) background() {
 	defer close(r.bgDone)
 	rng := rand.New(rand.NewPCG(1, 2))
 	bad := func(what string, err error) {
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
 			msg := fmt.Sprintf("%s: %v", what, err)
 			r.bgErr.CompareAndSwap(nil, &msg)
 		}
@@ -611,11 +613,11 @@ func (r *mdlRun) background() {
 		}
 		r.dbMu.RLock()
 		if db := r.db; db != nil {
-			c, err := db.Container(mdlCName(rng.IntN(mdlConts)))
+			c, err := db.Container(containerName(rng.IntN(modelContainers)))
 			if err == nil {
 				switch p := rng.IntN(10); {
 				case p < 7:
-					_, err := c.Read(r.ctx, mdlID(rng.IntN(mdlIDs)))
+					_, err := c.Read(r.ctx, itemID(rng.IntN(modelIDs)))
 					bad("Read", err)
 				case p < 9:
 					if st := c.Stats(); st.Items < 0 || st.ExpiredPending < 0 {
@@ -633,7 +635,7 @@ func (r *mdlRun) background() {
 	}
 }
 
-func (r *mdlRun) stopBackground() {
+func (r *modelRun) stopBackground() {
 	if r.bgStop != nil {
 		close(r.bgStop)
 		<-r.bgDone
@@ -642,13 +644,13 @@ func (r *mdlRun) stopBackground() {
 }
 
 // setDB swaps the DB under dbMu.
-func (r *mdlRun) setDB(db *DB) {
+func (r *modelRun) setDB(db *engine.DB) {
 	r.dbMu.Lock()
 	r.db = db
 	r.dbMu.Unlock()
 }
 
-func (r *mdlRun) close() {
+func (r *modelRun) close() {
 	r.stopBackground()
 	if r.db != nil {
 		r.db.Close()
@@ -656,36 +658,36 @@ func (r *mdlRun) close() {
 	}
 }
 
-func (r *mdlRun) exec(op mdlOp) error {
+func (r *modelRun) exec(op modelOp) error {
 	r.m.sweep()
 	switch op.kind {
-	case mdlCreate, mdlUpsert, mdlReplace, mdlDelete:
+	case opCreate, opUpsert, opReplace, opDelete:
 		return r.write(op)
-	case mdlRead:
+	case opRead:
 		return r.read(op)
-	case mdlBatch:
+	case opBatch:
 		return r.batch(op)
-	case mdlItems, mdlStats:
+	case opItems, opStats:
 		mc, c, err := r.cont(op.c)
 		if err != nil || mc == nil {
 			return r.orStale(op, err)
 		}
-		if op.kind == mdlItems {
+		if op.kind == opItems {
 			return r.checkItems(mc, c)
 		}
 		return r.checkStats(mc, c, false)
-	case mdlClock:
+	case opClock:
 		return r.clock(op)
-	case mdlSetTTL:
+	case opSetTTL:
 		return r.setTTL(op)
-	case mdlCompact:
+	case opCompact:
 		mc, c, err := r.cont(op.c)
 		if err != nil || mc == nil {
 			return r.orStale(op, err)
 		}
 		return r.compact(mc, c)
-	case mdlCompactAll:
-		for k := range mdlConts {
+	case opCompactAll:
+		for k := range modelContainers {
 			mc, c, err := r.cont(k)
 			if err != nil {
 				return err
@@ -697,19 +699,19 @@ func (r *mdlRun) exec(op mdlOp) error {
 			}
 		}
 		return nil
-	case mdlReopen:
+	case opReopen:
 		return r.reopen(op)
-	case mdlCrash:
+	case opCrash:
 		return r.crash(op)
-	case mdlCreateContainer:
+	case opCreateContainer:
 		return r.createContainer(op)
-	case mdlDeleteContainer:
+	case opDeleteContainer:
 		return r.deleteContainer(op)
-	case mdlBadTTL:
+	case opBadTTL:
 		return r.badTTL(op)
-	case mdlBadProps:
+	case opBadProps:
 		return r.badProps(op)
-	case mdlCheckAll:
+	case opCheckAll:
 		return r.checkAll()
 	}
 	return fmt.Errorf("unknown op %v", op)
@@ -717,18 +719,18 @@ func (r *mdlRun) exec(op mdlOp) error {
 
 // cont returns container k of the model and the engine's handle for it,
 // checking that the engine agrees on whether it exists.
-func (r *mdlRun) cont(k int) (*mdlCont, *Container, error) {
+func (r *modelRun) cont(k int) (*refContainer, *engine.Container, error) {
 	mc := r.m.conts[k]
-	c, err := r.db.Container(mdlCName(k))
+	c, err := r.db.Container(containerName(k))
 	if mc == nil {
-		if !errors.Is(err, ErrNotFound) {
-			return nil, nil, mdlf("container: got "+mdlErrName(err)+", want ErrNotFound", "Container(%q) = %v", mdlCName(k), err)
+		if !errors.Is(err, engine.ErrNotFound) {
+			return nil, nil, classErr("container: got "+errName(err)+", want ErrNotFound", "Container(%q) = %v", containerName(k), err)
 		}
 		r.note = "(no container)"
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, mdlf("container: got "+mdlErrName(err)+", want ok", "Container(%q) = %v", mdlCName(k), err)
+		return nil, nil, classErr("container: got "+errName(err)+", want ok", "Container(%q) = %v", containerName(k), err)
 	}
 	return mc, c, nil
 }
@@ -736,7 +738,7 @@ func (r *mdlRun) cont(k int) (*mdlCont, *Container, error) {
 // orStale passes err on, or, when the op's container does not exist but a
 // handle to a deleted incarnation of it does, runs the op on that handle:
 // every call must answer ErrNotFound (Stats: zero).
-func (r *mdlRun) orStale(op mdlOp, err error) error {
+func (r *modelRun) orStale(op modelOp, err error) error {
 	if err != nil {
 		return err
 	}
@@ -744,93 +746,93 @@ func (r *mdlRun) orStale(op mdlOp, err error) error {
 	if c == nil {
 		return nil
 	}
-	id := mdlID(op.id)
-	doc, _ := mdlDoc(id, op.ttl, op.val, false)
+	id := itemID(op.id)
+	doc, _ := modelDoc(id, op.ttl, op.val, false)
 	switch op.kind {
-	case mdlRead:
+	case opRead:
 		_, err = c.Read(r.ctx, id)
-	case mdlCreate:
+	case opCreate:
 		_, err = c.Create(r.ctx, doc)
-	case mdlUpsert:
+	case opUpsert:
 		_, err = c.Upsert(r.ctx, doc)
-	case mdlReplace:
+	case opReplace:
 		_, err = c.Replace(r.ctx, doc)
-	case mdlDelete:
+	case opDelete:
 		err = c.Delete(r.ctx, id)
-	case mdlItems:
+	case opItems:
 		for _, e := range c.Items(r.ctx) {
 			err = e
 			break
 		}
-	case mdlStats:
-		if st := c.Stats(); st != (Stats{}) {
-			return mdlf("deleted container handle: stats not zero", "%+v", st)
+	case opStats:
+		if st := c.Stats(); st != (engine.Stats{}) {
+			return classErr("deleted container handle: stats not zero", "%+v", st)
 		}
 		r.note = "(deleted handle) stats zero"
 		return nil
-	case mdlSetTTL:
+	case opSetTTL:
 		p := c.Properties()
-		p.DefaultTTL = mdlTTLPtr(op.dttl)
+		p.DefaultTTL = ttlPtr(op.dttl)
 		err = c.SetProperties(r.ctx, p)
-	case mdlCompact:
+	case opCompact:
 		err = c.Compact(r.ctx)
-	case mdlBatch:
-		_, err = c.ExecuteBatch(r.ctx, new(Batch).Upsert(doc))
+	case opBatch:
+		_, err = c.ExecuteBatch(r.ctx, new(engine.Batch).Upsert(doc))
 	default:
 		return nil
 	}
-	r.note = "(deleted handle) -> " + mdlErrName(err)
-	if !errors.Is(err, ErrNotFound) {
-		return mdlf(op.kind.String()+" on a deleted container's handle: got "+mdlErrName(err)+", want ErrNotFound", "%v", err)
+	r.note = "(deleted handle) -> " + errName(err)
+	if !errors.Is(err, engine.ErrNotFound) {
+		return classErr(op.kind.String()+" on a deleted container's handle: got "+errName(err)+", want ErrNotFound", "%v", err)
 	}
 	return nil
 }
 
-func (r *mdlRun) resolveEtag(mc *mdlCont, id string, mode mdlEtag) (string, bool) {
+func (r *modelRun) resolveEtag(mc *refContainer, id string, mode etagChoice) (string, bool) {
 	switch mode {
-	case mdlNoEtag:
+	case etagNone:
 		return "", false
-	case mdlRightEtag:
+	case etagRight:
 		if it := mc.items[id]; it != nil {
 			return it.etag, true
 		}
 		if e, ok := mc.lastEtag(id); ok {
 			return e, true
 		}
-	case mdlStaleEtag:
+	case etagStale:
 		if e, ok := mc.staleEtag(id); ok {
 			return e, true
 		}
 	}
-	return mdlBogus, true
+	return bogusETag, true
 }
 
 // outcome compares an engine answer with the model's expectation.
-func (r *mdlRun) outcome(what string, want, got error) error {
-	r.outc[what+"->"+mdlErrName(want)]++
+func (r *modelRun) outcome(what string, want, got error) error {
+	r.outc[what+"->"+errName(want)]++
 	if r.note == "" {
-		r.note = "-> " + mdlErrName(got)
+		r.note = "-> " + errName(got)
 	}
 	if errors.Is(got, want) || (want == nil && got == nil) {
 		return nil
 	}
 	w := "ok"
 	if want != nil {
-		w = mdlErrName(want)
+		w = errName(want)
 	}
-	return mdlf(fmt.Sprintf("%s: got %s, want %s", what, mdlErrName(got), w), "%v", got)
+	return classErr(fmt.Sprintf("%s: got %s, want %s", what, errName(got), w), "%v", got)
 }
 
 // accept records a successful put of id in the model after checking the
 // item the write returned.
-func (r *mdlRun) accept(what string, mc *mdlCont, id string, ttl int32, body map[string]any, it Item) error {
+func (r *modelRun) accept(what string, mc *refContainer, id string, ttl int32, body map[string]any, it engine.Item) error {
 	if it.ETag == "" {
-		return mdlf(what+": empty etag", "%+v", it)
+		return classErr(what+": empty etag", "%+v", it)
 	}
 	if mc.issued(id, it.ETag) {
-		return mdlf(what+": etag issued twice", "item %q got etag %s, issued before for it (history %v)", id, it.ETag, mc.etags[id])
+		return classErr(what+": etag issued twice", "item %q got etag %s, issued before for it (history %v)", id, it.ETag, mc.etags[id])
 	}
-	want := &mdlItem{body: body, ts: r.m.now, ttl: ttl, etag: it.ETag}
+	want := &refItem{body: body, ts: r.m.now, ttl: ttl, etag: it.ETag}
 	if err := r.checkItem(what+" result", it, want, id); err != nil {
 		return err
 	}
@@ -844,84 +846,84 @@ func (r *mdlRun) accept(what string, mc *mdlCont, id string, ttl int32, body map
 	return nil
 }
 
-func (r *mdlRun) checkItem(what string, got Item, want *mdlItem, id string) error {
+func (r *modelRun) checkItem(what string, got engine.Item, want *refItem, id string) error {
 	if got.ID != id {
-		return mdlf(what+": wrong id", "got %q, want %q", got.ID, id)
+		return classErr(what+": wrong id", "got %q, want %q", got.ID, id)
 	}
 	if got.TS != want.ts {
-		return mdlf(what+": wrong _ts", "item %q: TS = %d (t0%+d), want %d (t0%+d)", id, got.TS, got.TS-t0, want.ts, want.ts-t0)
+		return classErr(what+": wrong _ts", "item %q: TS = %d (t0%+d), want %d (t0%+d)", id, got.TS, got.TS-t0, want.ts, want.ts-t0)
 	}
 	if got.ETag != want.etag {
-		return mdlf(what+": wrong etag", "item %q: ETag = %s, want %s (the etag its write returned)", id, got.ETag, want.etag)
+		return classErr(what+": wrong etag", "item %q: ETag = %s, want %s (the etag its write returned)", id, got.ETag, want.etag)
 	}
-	m, err := mdlDecode(got.Body)
+	m, err := decodeBody(got.Body)
 	if err != nil {
-		return mdlf(what+": body is not a JSON object", "item %q: %v: %s", id, err, got.Body)
+		return classErr(what+": body is not a JSON object", "item %q: %v: %s", id, err, got.Body)
 	}
 	if ts, ok := m["_ts"].(json.Number); !ok || ts.String() != strconv.FormatInt(want.ts, 10) {
-		return mdlf(what+": wrong body _ts", "item %q: _ts = %v, want %d; body %s", id, m["_ts"], want.ts, got.Body)
+		return classErr(what+": wrong body _ts", "item %q: _ts = %v, want %d; body %s", id, m["_ts"], want.ts, got.Body)
 	}
 	if e, ok := m["_etag"].(string); !ok || e != want.etag {
-		return mdlf(what+": wrong body _etag", "item %q: _etag = %v, want %s; body %s", id, m["_etag"], want.etag, got.Body)
+		return classErr(what+": wrong body _etag", "item %q: _etag = %v, want %s; body %s", id, m["_etag"], want.etag, got.Body)
 	}
 	delete(m, "_ts")
 	delete(m, "_etag")
 	if !reflect.DeepEqual(m, want.body) {
-		return mdlf(what+": wrong body", "item %q:\n got %v\nwant %v", id, m, want.body)
+		return classErr(what+": wrong body", "item %q:\n got %v\nwant %v", id, m, want.body)
 	}
 	return nil
 }
 
-func (r *mdlRun) checkRead(k int, mc *mdlCont, c *Container, id string) error {
+func (r *modelRun) checkRead(k int, mc *refContainer, c *engine.Container, id string) error {
 	it, err := c.Read(r.ctx, id)
 	want := mc.items[id]
 	if want == nil {
-		if !errors.Is(err, ErrNotFound) {
-			return mdlf("read: got "+mdlErrName(err)+", want ErrNotFound", "%s/%s: got %+v, %v; model: gone (defaultTtl %s, history %v)",
-				mdlCName(k), id, mdlShow(it), err, mdlTTLString(mc.dttl), mc.etags[id])
+		if !errors.Is(err, engine.ErrNotFound) {
+			return classErr("read: got "+errName(err)+", want ErrNotFound", "%s/%s: got %+v, %v; model: gone (defaultTtl %s, history %v)",
+				containerName(k), id, showOps(it), err, ttlString(mc.dttl), mc.etags[id])
 		}
 		return nil
 	}
 	if err != nil {
-		return mdlf("read: got "+mdlErrName(err)+", want item", "%s/%s: %v; model: _ts t0%+d ttl %d defaultTtl %s etag %s",
-			mdlCName(k), id, err, want.ts-t0, want.ttl, mdlTTLString(mc.dttl), want.etag)
+		return classErr("read: got "+errName(err)+", want item", "%s/%s: %v; model: _ts t0%+d ttl %d defaultTtl %s etag %s",
+			containerName(k), id, err, want.ts-t0, want.ttl, ttlString(mc.dttl), want.etag)
 	}
 	return r.checkItem("read", it, want, id)
 }
 
-func mdlShow(it Item) string {
+func showOps(it engine.Item) string {
 	return fmt.Sprintf("{ID:%q TS:t0%+d ETag:%s Body:%s}", it.ID, it.TS-t0, it.ETag, it.Body)
 }
 
-func (r *mdlRun) write(op mdlOp) error {
+func (r *modelRun) write(op modelOp) error {
 	mc, c, err := r.cont(op.c)
 	if err != nil || mc == nil {
 		return r.orStale(op, err)
 	}
-	id := mdlID(op.id)
-	doc, body := mdlDoc(id, op.ttl, op.val, op.sys)
+	id := itemID(op.id)
+	doc, body := modelDoc(id, op.ttl, op.val, op.sys)
 	etag, has := r.resolveEtag(mc, id, op.etag)
-	var opts []WriteOption
+	var opts []engine.WriteOption
 	if has {
-		opts = append(opts, IfMatch(etag))
+		opts = append(opts, engine.IfMatch(etag))
 	}
 	want := mc.expect(op.kind, id, has, etag)
-	var it Item
+	var it engine.Item
 	switch op.kind {
-	case mdlCreate:
+	case opCreate:
 		it, err = c.Create(r.ctx, doc, opts...)
-	case mdlUpsert:
+	case opUpsert:
 		it, err = c.Upsert(r.ctx, doc, opts...)
-	case mdlReplace:
+	case opReplace:
 		it, err = c.Replace(r.ctx, doc, opts...)
-	case mdlDelete:
+	case opDelete:
 		err = c.Delete(r.ctx, id, opts...)
 	}
 	if e := r.outcome(op.kind.String(), want, err); e != nil {
 		return e
 	}
 	if want == nil {
-		if op.kind == mdlDelete {
+		if op.kind == opDelete {
 			delete(mc.items, id)
 		} else if err := r.accept(op.kind.String(), mc, id, op.ttl, body, it); err != nil {
 			return err
@@ -930,12 +932,12 @@ func (r *mdlRun) write(op mdlOp) error {
 	return r.checkRead(op.c, mc, c, id)
 }
 
-func (r *mdlRun) read(op mdlOp) error {
+func (r *modelRun) read(op modelOp) error {
 	mc, c, err := r.cont(op.c)
 	if err != nil || mc == nil {
 		return r.orStale(op, err)
 	}
-	id := mdlID(op.id)
+	id := itemID(op.id)
 	if err := r.checkRead(op.c, mc, c, id); err != nil {
 		return err
 	}
@@ -947,38 +949,38 @@ func (r *mdlRun) read(op mdlOp) error {
 	// A handle to a deleted incarnation of the container must not see the
 	// new one.
 	if s := r.stale[op.c]; s != nil {
-		if _, err := s.Read(r.ctx, id); !errors.Is(err, ErrNotFound) {
-			return mdlf("read through a deleted container's handle: got "+mdlErrName(err)+", want ErrNotFound", "%s/%s: %v", mdlCName(op.c), id, err)
+		if _, err := s.Read(r.ctx, id); !errors.Is(err, engine.ErrNotFound) {
+			return classErr("read through a deleted container's handle: got "+errName(err)+", want ErrNotFound", "%s/%s: %v", containerName(op.c), id, err)
 		}
 	}
 	return nil
 }
 
-func (r *mdlRun) batch(op mdlOp) error {
+func (r *modelRun) batch(op modelOp) error {
 	mc, c, err := r.cont(op.c)
 	if err != nil || mc == nil {
 		return r.orStale(op, err)
 	}
-	b := new(Batch)
+	b := new(engine.Batch)
 	bodies := make([]map[string]any, len(op.sub))
 	var want error
 	for i, s := range op.sub {
-		id := mdlID(s.id)
+		id := itemID(s.id)
 		etag, has := r.resolveEtag(mc, id, s.etag)
-		var opts []WriteOption
+		var opts []engine.WriteOption
 		if has {
-			opts = append(opts, IfMatch(etag))
+			opts = append(opts, engine.IfMatch(etag))
 		}
 		var doc []byte
-		doc, bodies[i] = mdlDoc(id, s.ttl, s.val, s.sys)
+		doc, bodies[i] = modelDoc(id, s.ttl, s.val, s.sys)
 		switch s.kind {
-		case mdlCreate:
+		case opCreate:
 			b.Create(doc, opts...)
-		case mdlUpsert:
+		case opUpsert:
 			b.Upsert(doc, opts...)
-		case mdlReplace:
+		case opReplace:
 			b.Replace(doc, opts...)
-		case mdlDelete:
+		case opDelete:
 			b.Delete(id, opts...)
 		}
 		if want == nil {
@@ -986,9 +988,9 @@ func (r *mdlRun) batch(op mdlOp) error {
 		}
 	}
 	if op.dup && len(op.sub) > 0 {
-		doc, _ := mdlDoc(mdlID(op.sub[0].id), 0, 1, false)
+		doc, _ := modelDoc(itemID(op.sub[0].id), 0, 1, false)
 		b.Upsert(doc)
-		want = ErrInvalidDocument
+		want = engine.ErrInvalidDocument
 	}
 	items, err := c.ExecuteBatch(r.ctx, b)
 	if e := r.outcome("batch", want, err); e != nil {
@@ -996,13 +998,13 @@ func (r *mdlRun) batch(op mdlOp) error {
 	}
 	if want == nil {
 		if len(items) != len(op.sub) {
-			return mdlf("batch: wrong number of items", "got %d items for %d operations", len(items), len(op.sub))
+			return classErr("batch: wrong number of items", "got %d items for %d operations", len(items), len(op.sub))
 		}
 		for i, s := range op.sub {
-			id := mdlID(s.id)
-			if s.kind == mdlDelete {
+			id := itemID(s.id)
+			if s.kind == opDelete {
 				if items[i].ID != "" || items[i].ETag != "" || items[i].Body != nil {
-					return mdlf("batch: delete returned an item", "operation %d: %+v", i, mdlShow(items[i]))
+					return classErr("batch: delete returned an item", "operation %d: %+v", i, showOps(items[i]))
 				}
 				delete(mc.items, id)
 				continue
@@ -1014,18 +1016,18 @@ func (r *mdlRun) batch(op mdlOp) error {
 		r.note = "-> ok"
 	}
 	for _, s := range op.sub {
-		if err := r.checkRead(op.c, mc, c, mdlID(s.id)); err != nil {
+		if err := r.checkRead(op.c, mc, c, itemID(s.id)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *mdlRun) checkItems(mc *mdlCont, c *Container) error {
-	var got []Item
+func (r *modelRun) checkItems(mc *refContainer, c *engine.Container) error {
+	var got []engine.Item
 	for it, err := range c.Items(r.ctx) {
 		if err != nil {
-			return mdlf("items: error", "%v", err)
+			return classErr("items: error", "%v", err)
 		}
 		got = append(got, it)
 	}
@@ -1059,7 +1061,7 @@ func (r *mdlRun) checkItems(mc *mdlCont, c *Container) error {
 		case len(extra) == 0 && len(missing) == 0:
 			class = "items: wrong order or duplicates"
 		}
-		return mdlf(class, "%s: got %v, want %v (extra %v, missing %v)", c.ID(), gotIDs, want, extra, missing)
+		return classErr(class, "%s: got %v, want %v (extra %v, missing %v)", c.ID(), gotIDs, want, extra, missing)
 	}
 	for i, id := range want {
 		if err := r.checkItem("items", got[i], mc.items[id], id); err != nil {
@@ -1070,18 +1072,18 @@ func (r *mdlRun) checkItems(mc *mdlCont, c *Container) error {
 	return nil
 }
 
-func (r *mdlRun) checkStats(mc *mdlCont, c *Container, compacted bool) error {
+func (r *modelRun) checkStats(mc *refContainer, c *engine.Container, compacted bool) error {
 	st := c.Stats()
 	n := int64(len(mc.items))
 	switch {
 	case st.Items != n:
-		return mdlf("stats: wrong Items", "%s: %+v, want Items %d (%v)", c.ID(), st, n, mc.ids())
+		return classErr("stats: wrong Items", "%s: %+v, want Items %d (%v)", c.ID(), st, n, mc.ids())
 	case st.ExpiredPending < 0 || st.LiveBytes < 0 || st.DiskBytes < 0:
-		return mdlf("stats: negative", "%s: %+v", c.ID(), st)
+		return classErr("stats: negative", "%s: %+v", c.ID(), st)
 	case (st.LiveBytes > 0) != (n > 0):
-		return mdlf("stats: LiveBytes disagrees with Items", "%s: %+v, want LiveBytes > 0 iff Items > 0", c.ID(), st)
+		return classErr("stats: LiveBytes disagrees with Items", "%s: %+v, want LiveBytes > 0 iff Items > 0", c.ID(), st)
 	case compacted && st.ExpiredPending != 0:
-		return mdlf("stats: ExpiredPending after Compact", "%s: %+v, want ExpiredPending 0 right after Compact", c.ID(), st)
+		return classErr("stats: ExpiredPending after Compact", "%s: %+v, want ExpiredPending 0 right after Compact", c.ID(), st)
 	}
 	if r.note == "" {
 		r.note = fmt.Sprintf("-> %+v", st)
@@ -1089,7 +1091,7 @@ func (r *mdlRun) checkStats(mc *mdlCont, c *Container, compacted bool) error {
 	return nil
 }
 
-func (r *mdlRun) clock(op mdlOp) error {
+func (r *modelRun) clock(op modelOp) error {
 	if op.land {
 		// The wall moves on by as much as the engine's now must to land on
 		// the expiry instant (plus dt), whether or not it is behind.
@@ -1110,7 +1112,7 @@ func (r *mdlRun) clock(op mdlOp) error {
 	// which instants were seen even when the clock moves again before the
 	// next request: by a Stats call (which also marks what expired) or by a
 	// point read of an id never written (which only looks).
-	for k := range mdlConts {
+	for k := range modelContainers {
 		if mc := r.m.conts[k]; mc != nil {
 			_, c, err := r.cont(k)
 			if err != nil {
@@ -1119,40 +1121,40 @@ func (r *mdlRun) clock(op mdlOp) error {
 			if op.id%2 == 0 {
 				return r.checkStats(mc, c, false)
 			}
-			if _, err := c.Read(r.ctx, "never-written"); !errors.Is(err, ErrNotFound) {
-				return mdlf("read: got "+mdlErrName(err)+", want ErrNotFound", "%s/never-written: %v", c.ID(), err)
+			if _, err := c.Read(r.ctx, "never-written"); !errors.Is(err, engine.ErrNotFound) {
+				return classErr("read: got "+errName(err)+", want ErrNotFound", "%s/never-written: %v", c.ID(), err)
 			}
 			return nil
 		}
 	}
-	r.db.clock.now()
+	engine.Now(r.db)
 	return nil
 }
 
-func (r *mdlRun) setTTL(op mdlOp) error {
+func (r *modelRun) setTTL(op modelOp) error {
 	mc, c, err := r.cont(op.c)
 	if err != nil || mc == nil {
 		return r.orStale(op, err)
 	}
 	p := c.Properties()
-	if !mdlSameTTL(p.DefaultTTL, mc.dttl) {
-		return mdlf("properties: wrong DefaultTTL", "%s: %v, want %s", c.ID(), p.DefaultTTL, mdlTTLString(mc.dttl))
+	if !sameDefaultTTL(p.DefaultTTL, mc.dttl) {
+		return classErr("properties: wrong DefaultTTL", "%s: %v, want %s", c.ID(), p.DefaultTTL, ttlString(mc.dttl))
 	}
-	p.DefaultTTL = mdlTTLPtr(op.dttl)
+	p.DefaultTTL = ttlPtr(op.dttl)
 	if e := r.outcome("setttl", nil, c.SetProperties(r.ctx, p)); e != nil {
 		return e
 	}
 	r.m.setDefaultTTL(op.c, op.dttl)
-	if p := c.Properties(); !mdlSameTTL(p.DefaultTTL, op.dttl) {
-		return mdlf("properties: wrong DefaultTTL after SetProperties", "%s: %v, want %s", c.ID(), p.DefaultTTL, mdlTTLString(op.dttl))
+	if p := c.Properties(); !sameDefaultTTL(p.DefaultTTL, op.dttl) {
+		return classErr("properties: wrong DefaultTTL after SetProperties", "%s: %v, want %s", c.ID(), p.DefaultTTL, ttlString(op.dttl))
 	}
 	r.note = fmt.Sprintf("-> ok, %d live", len(mc.items))
 	return r.checkStats(mc, c, false)
 }
 
-func (r *mdlRun) compact(mc *mdlCont, c *Container) error {
+func (r *modelRun) compact(mc *refContainer, c *engine.Container) error {
 	if err := c.Compact(r.ctx); err != nil {
-		return mdlf("compact: error", "%s: %v", c.ID(), err)
+		return classErr("compact: error", "%s: %v", c.ID(), err)
 	}
 	if err := r.checkItems(mc, c); err != nil {
 		return err
@@ -1160,21 +1162,21 @@ func (r *mdlRun) compact(mc *mdlCont, c *Container) error {
 	return r.checkStats(mc, c, true)
 }
 
-func (r *mdlRun) reopen(op mdlOp) error {
+func (r *modelRun) reopen(op modelOp) error {
 	r.dbMu.Lock()
 	err := r.db.Close()
 	r.db = nil
 	r.dbMu.Unlock()
 	if err != nil {
-		return mdlf("close: error", "%v", err)
+		return classErr("close: error", "%v", err)
 	}
-	r.stale = [mdlConts]*Container{}
+	r.stale = [modelContainers]*engine.Container{}
 	if op.back > 0 {
 		r.clk.Set(r.clk.Unix() - op.back)
 	}
-	db, err := Open(r.dir, r.options(op))
+	db, err := engine.Open(r.dir, r.options(op))
 	if err != nil {
-		return mdlf("open: error", "%v", err)
+		return classErr("open: error", "%v", err)
 	}
 	r.setDB(db)
 	r.m.reopen(r.clk.Unix())
@@ -1190,12 +1192,12 @@ func (r *mdlRun) reopen(op mdlOp) error {
 // The engine's high clock mark may have been persisted late, so the wall
 // clock is first brought up to the model's now: then the engine's now must
 // be exactly the model's.
-func (r *mdlRun) crash(op mdlOp) error {
+func (r *modelRun) crash(op modelOp) error {
 	r.crashes++
 	to := filepath.Join(r.base, "db"+strconv.Itoa(r.crashes))
-	r.db.sealMu.Lock()
-	err := mdlCopyDir(r.dir, to)
-	r.db.sealMu.Unlock()
+	release := engine.HoldSeals(r.db)
+	err := testutil.CopyDir(r.dir, to)
+	release()
 	if err != nil {
 		return fmt.Errorf("crash: copy %s: %w", r.dir, err)
 	}
@@ -1204,59 +1206,32 @@ func (r *mdlRun) crash(op mdlOp) error {
 	r.db, r.dir = nil, to
 	r.dbMu.Unlock()
 	if err != nil {
-		return mdlf("close: error", "%v", err)
+		return classErr("close: error", "%v", err)
 	}
-	r.stale = [mdlConts]*Container{}
+	r.stale = [modelContainers]*engine.Container{}
 	if r.clk.Unix() < r.m.now {
 		r.clk.Set(r.m.now)
 	}
-	db, err := Open(r.dir, r.options(op))
+	db, err := engine.Open(r.dir, r.options(op))
 	if err != nil {
-		return mdlf("open after a crash: error", "%v", err)
+		return classErr("open after a crash: error", "%v", err)
 	}
 	r.setDB(db)
 	r.m.reopen(r.clk.Unix())
 	return r.checkAll()
 }
 
-func mdlCopyDir(from, to string) error {
-	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(from, path)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(to, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // a temporary file renamed meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-}
-
-func (r *mdlRun) checkAll() error {
+func (r *modelRun) checkAll() error {
 	var want []string
-	for k := range mdlConts {
+	for k := range modelContainers {
 		if r.m.conts[k] != nil {
-			want = append(want, mdlCName(k))
+			want = append(want, containerName(k))
 		}
 	}
 	if got := r.db.Containers(); !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
-		return mdlf("containers: wrong list", "got %v, want %v", got, want)
+		return classErr("containers: wrong list", "got %v, want %v", got, want)
 	}
-	for k := range mdlConts {
+	for k := range modelContainers {
 		mc, c, err := r.cont(k)
 		if err != nil {
 			return err
@@ -1264,8 +1239,8 @@ func (r *mdlRun) checkAll() error {
 		if mc == nil {
 			continue
 		}
-		if p := c.Properties(); !mdlSameTTL(p.DefaultTTL, mc.dttl) || p.ID != mdlCName(k) {
-			return mdlf("properties: wrong", "%s: %+v, want DefaultTTL %s", mdlCName(k), p, mdlTTLString(mc.dttl))
+		if p := c.Properties(); !sameDefaultTTL(p.DefaultTTL, mc.dttl) || p.ID != containerName(k) {
+			return classErr("properties: wrong", "%s: %+v, want DefaultTTL %s", containerName(k), p, ttlString(mc.dttl))
 		}
 		if err := r.checkItems(mc, c); err != nil {
 			return err
@@ -1273,8 +1248,8 @@ func (r *mdlRun) checkAll() error {
 		if err := r.checkStats(mc, c, false); err != nil {
 			return err
 		}
-		for i := range mdlIDs {
-			if err := r.checkRead(k, mc, c, mdlID(i)); err != nil {
+		for i := range modelIDs {
+			if err := r.checkRead(k, mc, c, itemID(i)); err != nil {
 				return err
 			}
 		}
@@ -1283,30 +1258,30 @@ func (r *mdlRun) checkAll() error {
 	return nil
 }
 
-func (r *mdlRun) createContainer(op mdlOp) error {
-	name := mdlCName(op.c)
-	c, err := r.db.CreateContainer(r.ctx, ContainerProperties{ID: name, DefaultTTL: mdlTTLPtr(op.dttl)})
+func (r *modelRun) createContainer(op modelOp) error {
+	name := containerName(op.c)
+	c, err := r.db.CreateContainer(r.ctx, engine.ContainerProperties{ID: name, DefaultTTL: ttlPtr(op.dttl)})
 	if r.m.conts[op.c] != nil {
-		return r.outcome("create-container", ErrConflict, err)
+		return r.outcome("create-container", engine.ErrConflict, err)
 	}
 	if e := r.outcome("create-container", nil, err); e != nil {
 		return e
 	}
-	r.m.conts[op.c] = newMdlCont(op.dttl)
-	if p := c.Properties(); !mdlSameTTL(p.DefaultTTL, op.dttl) || p.ID != name {
-		return mdlf("properties: wrong after CreateContainer", "%+v, want DefaultTTL %s", p, mdlTTLString(op.dttl))
+	r.m.conts[op.c] = newRefContainer(op.dttl)
+	if p := c.Properties(); !sameDefaultTTL(p.DefaultTTL, op.dttl) || p.ID != name {
+		return classErr("properties: wrong after CreateContainer", "%+v, want DefaultTTL %s", p, ttlString(op.dttl))
 	}
 	return r.checkItems(r.m.conts[op.c], c)
 }
 
-func (r *mdlRun) deleteContainer(op mdlOp) error {
+func (r *modelRun) deleteContainer(op modelOp) error {
 	mc, c, err := r.cont(op.c)
 	if err != nil {
 		return err
 	}
-	err = r.db.DeleteContainer(r.ctx, mdlCName(op.c))
+	err = r.db.DeleteContainer(r.ctx, containerName(op.c))
 	if mc == nil {
-		return r.outcome("delete-container", ErrNotFound, err)
+		return r.outcome("delete-container", engine.ErrNotFound, err)
 	}
 	if e := r.outcome("delete-container", nil, err); e != nil {
 		return e
@@ -1320,13 +1295,13 @@ func (r *mdlRun) deleteContainer(op mdlOp) error {
 	return nil
 }
 
-func (r *mdlRun) badTTL(op mdlOp) error {
+func (r *modelRun) badTTL(op modelOp) error {
 	mc, c, err := r.cont(op.c)
 	if err != nil || mc == nil {
 		return err
 	}
-	id := mdlID(op.id)
-	doc := []byte(fmt.Sprintf(`{"id":%q,"v":1,"ttl":%s}`, id, mdlBadTTLs[op.val%len(mdlBadTTLs)]))
+	id := itemID(op.id)
+	doc := []byte(fmt.Sprintf(`{"id":%q,"v":1,"ttl":%s}`, id, badTTLs[op.val%len(badTTLs)]))
 	switch op.val % 3 {
 	case 0:
 		_, err = c.Create(r.ctx, doc)
@@ -1335,13 +1310,13 @@ func (r *mdlRun) badTTL(op mdlOp) error {
 	default:
 		_, err = c.Replace(r.ctx, doc)
 	}
-	if e := r.outcome("bad-ttl", ErrInvalidTTL, err); e != nil {
+	if e := r.outcome("bad-ttl", engine.ErrInvalidTTL, err); e != nil {
 		return e
 	}
 	return r.checkRead(op.c, mc, c, id)
 }
 
-func (r *mdlRun) badProps(op mdlOp) error {
+func (r *modelRun) badProps(op modelOp) error {
 	mc, c, err := r.cont(op.c)
 	if err != nil || mc == nil {
 		return err
@@ -1349,34 +1324,34 @@ func (r *mdlRun) badProps(op mdlOp) error {
 	p := c.Properties()
 	switch op.val % 4 {
 	case 0:
-		p.DefaultTTL = TTL(0)
+		p.DefaultTTL = engine.TTL(0)
 	case 1:
-		p.DefaultTTL = TTL([]int32{-2, -100, -2147483648}[op.val%3])
+		p.DefaultTTL = engine.TTL([]int32{-2, -100, -2147483648}[op.val%3])
 	case 2: // TTL on together with indexing none
 		if p.DefaultTTL == nil {
-			p.DefaultTTL = TTL(-1)
+			p.DefaultTTL = engine.TTL(-1)
 		}
-		p.Indexing = IndexingNone
+		p.Indexing = engine.IndexingNone
 	default:
 		p.ID += "x"
 	}
-	if e := r.outcome("bad-props", ErrInvalidProperties, c.SetProperties(r.ctx, p)); e != nil {
+	if e := r.outcome("bad-props", engine.ErrInvalidProperties, c.SetProperties(r.ctx, p)); e != nil {
 		return e
 	}
-	if p := c.Properties(); !mdlSameTTL(p.DefaultTTL, mc.dttl) || p.Indexing != IndexingConsistent || p.ID != mdlCName(op.c) {
-		return mdlf("properties: changed by a rejected SetProperties", "%+v, want DefaultTTL %s", p, mdlTTLString(mc.dttl))
+	if p := c.Properties(); !sameDefaultTTL(p.DefaultTTL, mc.dttl) || p.Indexing != engine.IndexingConsistent || p.ID != containerName(op.c) {
+		return classErr("properties: changed by a rejected SetProperties", "%+v, want DefaultTTL %s", p, ttlString(mc.dttl))
 	}
 	return r.checkStats(mc, c, false)
 }
 
 // ---- the test ----
 
-type mdlVariant struct {
+type modelVariant struct {
 	name       string
 	ops, short int
 }
 
-var mdlVariants = []mdlVariant{
+var modelVariants = []modelVariant{
 	// mixed: everything; compaction after every step through 40-45% of the
 	// run and restarts every few steps through 70-80%.
 	{"mixed", 2000, 400},
@@ -1395,7 +1370,8 @@ func TestModel(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d; replay with EBB_MODEL_SEED=%d go test -race -run TestModel ./engine/", seed, seed)
-	for vi, v := range mdlVariants {
+	replayOnFailure(t, "EBB_MODEL_SEED", uint64(seed))
+	for vi, v := range modelVariants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel() // they mostly wait for fsync
 			n := v.ops
@@ -1408,9 +1384,9 @@ func TestModel(t *testing.T) {
 					t.Fatalf("EBB_MODEL_OPS=%q: %v", s, err)
 				}
 			}
-			ops := mdlGen(rand.New(rand.NewPCG(uint64(seed), uint64(vi)+1)), n, v.name)
+			ops := opGen(rand.New(rand.NewPCG(uint64(seed), uint64(vi)+1)), n, v.name)
 			start := time.Now()
-			r := newMdlRun(t.TempDir())
+			r := newModelRun(t.TempDir())
 			if os.Getenv("EBB_MODEL_TRACE") != "" {
 				r.logf = t.Logf
 			}
@@ -1424,7 +1400,7 @@ func TestModel(t *testing.T) {
 			t.Errorf("seed %d, variant %s: op %d (%s) disagrees with the model:\n%v\nlast ops:\n%s",
 				seed, v.name, at, ops[at], err, strings.Join(r.trace[from:], "\n"))
 			if os.Getenv("EBB_MODEL_SHRINK") != "" {
-				trace := mdlShrink(t, ops[:at+1], err)
+				trace := shrinkOps(t, ops[:at+1], err)
 				t.Logf("minimal failing sequence (%d ops):\n%s", len(trace), strings.Join(trace, "\n"))
 			} else {
 				t.Logf("set EBB_MODEL_SHRINK=1 to shrink it to a minimal sequence")
@@ -1433,12 +1409,12 @@ func TestModel(t *testing.T) {
 	}
 }
 
-func (r *mdlRun) summary() string {
+func (r *modelRun) summary() string {
 	var b strings.Builder
 	b.WriteString("ops:")
-	for k := range mdlKinds {
+	for k := range opKinds {
 		if r.counts[k] > 0 {
-			fmt.Fprintf(&b, " %s=%d", mdlKind(k), r.counts[k])
+			fmt.Fprintf(&b, " %s=%d", opKind(k), r.counts[k])
 			if r.spent[k] > time.Second {
 				fmt.Fprintf(&b, "(%.1fs)", r.spent[k].Seconds())
 			}
@@ -1455,28 +1431,28 @@ func (r *mdlRun) summary() string {
 	return b.String()
 }
 
-// mdlShrink drops operations from ops while the run still fails the same way
+// shrinkOps drops operations from ops while the run still fails the same way
 // and returns the trace of the smallest failing sequence found.
-func mdlShrink(t *testing.T, ops []mdlOp, first error) []string {
-	class := mdlClass(first)
+func shrinkOps(t *testing.T, ops []modelOp, first error) []string {
+	class := errClass(first)
 	deadline := time.Now().Add(10 * time.Minute)
-	try := func(cand []mdlOp) (int, []string, bool) {
+	try := func(cand []modelOp) (int, []string, bool) {
 		base, err := os.MkdirTemp("", "ebb-model-shrink-")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer os.RemoveAll(base)
-		r := newMdlRun(base)
+		r := newModelRun(base)
 		at, err := r.run(cand)
 		r.close()
-		return at, r.trace, err != nil && mdlClass(err) == class
+		return at, r.trace, err != nil && errClass(err) == class
 	}
 	runs := 0
 	for chunk := len(ops) / 2; chunk >= 1 && time.Now().Before(deadline); {
 		removed := false
 		for start := 0; start < len(ops) && time.Now().Before(deadline); {
 			end := min(start+chunk, len(ops))
-			cand := append(append([]mdlOp{}, ops[:start]...), ops[end:]...)
+			cand := append(append([]modelOp{}, ops[:start]...), ops[end:]...)
 			runs++
 			if at, _, ok := try(cand); ok {
 				ops, removed = cand[:at+1], true
@@ -1490,9 +1466,9 @@ func mdlShrink(t *testing.T, ops []mdlOp, first error) []string {
 	}
 	// Then the operations inside batches.
 	for i := 0; i < len(ops); i++ {
-		for j := 0; ops[i].kind == mdlBatch && j < len(ops[i].sub) && len(ops[i].sub) > 1; {
-			cand := append([]mdlOp{}, ops...)
-			cand[i].sub = append(append([]mdlOp{}, ops[i].sub[:j]...), ops[i].sub[j+1:]...)
+		for j := 0; ops[i].kind == opBatch && j < len(ops[i].sub) && len(ops[i].sub) > 1; {
+			cand := append([]modelOp{}, ops...)
+			cand[i].sub = append(append([]modelOp{}, ops[i].sub[:j]...), ops[i].sub[j+1:]...)
 			runs++
 			if at, _, ok := try(cand); ok && at == len(cand)-1 {
 				ops = cand

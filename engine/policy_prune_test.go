@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine"
 	"github.com/ebbdb/ebb/policy"
 )
 
@@ -25,7 +26,7 @@ func TestPolicyPruneKeepsVisibility(t *testing.T) {
 			dir := t.TempDir()
 			db := openTest(t, dir, clk)
 			defer func() { db.Close() }()
-			c := mustCreateContainer(t, db, ContainerProperties{ID: "p"})
+			c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "p"})
 			full := policy.History{}.With(t0, nil)
 			type item struct {
 				ts  int64
@@ -37,9 +38,9 @@ func TestPolicyPruneKeepsVisibility(t *testing.T) {
 				case 0:
 					return nil
 				case 1:
-					return TTL(-1)
+					return engine.TTL(-1)
 				}
-				return TTL(1 + rng.Int32N(40))
+				return engine.TTL(1 + rng.Int32N(40))
 			}
 			check := func(step string) {
 				t.Helper()
@@ -47,7 +48,7 @@ func TestPolicyPruneKeepsVisibility(t *testing.T) {
 				for id, it := range items {
 					want := !policy.Expired(full.ExpiresAt(it.ts, it.ttl), now)
 					_, err := c.Read(ctx, id)
-					if err != nil && !errors.Is(err, ErrNotFound) {
+					if err != nil && !errors.Is(err, engine.ErrNotFound) {
 						t.Fatal(err)
 					}
 					if got := err == nil; got != want {
@@ -79,7 +80,7 @@ func TestPolicyPruneKeepsVisibility(t *testing.T) {
 					items[id] = item{it.TS, ttl}
 				case r < 8:
 					d := randTTL()
-					if err := c.SetProperties(ctx, ContainerProperties{ID: "p", DefaultTTL: d}); err != nil {
+					if err := c.SetProperties(ctx, engine.ContainerProperties{ID: "p", DefaultTTL: d}); err != nil {
 						t.Fatal(err)
 					}
 					full = full.With(clk.Unix(), d)
@@ -91,7 +92,7 @@ func TestPolicyPruneKeepsVisibility(t *testing.T) {
 					if err := db.Close(); err != nil {
 						t.Fatal(err)
 					}
-					m, err := readManifest(dir)
+					m, err := engine.ReadManifest(dir)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -1,4 +1,4 @@
-package engine
+package engine_test
 
 // Power-loss tests (an acknowledged write survives; an unacknowledged one is
 // whole or absent). SIGKILL (crash_test.go) keeps
@@ -39,30 +39,45 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine"
 	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 const (
-	plWorkers      = 3
-	plIDsPerWorker = 40
-	plContainer    = "p"
+	powerLossWorkers   = 3
+	idsPerWorker       = 40
+	powerLossContainer = "p"
 )
 
-// plDefaultTTLs are the DefaultTTLs a round switches between: all long
+// powerLossDefaultTTLs are the DefaultTTLs a round switches between: all long
 // enough that items without their own ttl never expire in a test run, so
 // that a change in flight cannot make the model ambiguous.
-var plDefaultTTLs = []int32{-1, 100_000, 200_000}
+var powerLossDefaultTTLs = []int32{-1, 100_000, 200_000}
 
-// plState is an item as the model knows it; v 0 means absent.
-type plState struct {
+// powerLossState is an item as the model knows it; v 0 means absent.
+type powerLossState struct {
 	v   int
 	ts  int64 // _ts, or for a write in flight the clock when it started
 	ttl int32 // the item's own ttl: 0 absent (the default applies), -1, n
 }
 
-// plOp is one write a worker made.
-type plOp struct {
-	kind   opKind
+// writeKind is what a worker's write did.
+type writeKind uint8
+
+const (
+	writeCreate writeKind = iota + 1
+	writeUpsert
+	writeReplace
+	writeDelete
+)
+
+func (k writeKind) String() string {
+	return [...]string{"", "create", "upsert", "replace", "delete"}[k]
+}
+
+// powerLossOp is one write a worker made.
+type powerLossOp struct {
+	kind   writeKind
 	ids    []string // one, or a batch's
 	vals   []int    // per id: the value written (0 for a delete)
 	ttl    int32
@@ -72,34 +87,34 @@ type plOp struct {
 	result error
 }
 
-// plBody is the document of value v: its padding is a function of v, so a
+// powerLossBody is the document of value v: its padding is a function of v, so a
 // torn or mixed body shows.
-func plBody(id string, v int, ttl int32) []byte {
-	doc := fmt.Sprintf(`{"id":%q,"v":%d,"pad":%q`, id, v, plPad(v))
+func powerLossBody(id string, v int, ttl int32) []byte {
+	doc := fmt.Sprintf(`{"id":%q,"v":%d,"pad":%q`, id, v, powerLossPad(v))
 	if ttl != 0 {
 		doc += fmt.Sprintf(`,"ttl":%d`, ttl)
 	}
 	return []byte(doc + "}")
 }
 
-func plPad(v int) string { return strings.Repeat(string(rune('a'+v%26)), v%300) }
+func powerLossPad(v int) string { return strings.Repeat(string(rune('a'+v%26)), v%300) }
 
-// plSemantic reports whether err is a refusal decided before anything was
+// semanticState reports whether err is a refusal decided before anything was
 // written: the op certainly did not happen.
-func plSemantic(err error) bool {
-	return errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrPreconditionFailed)
+func semanticState(err error) bool {
+	return errors.Is(err, engine.ErrConflict) || errors.Is(err, engine.ErrNotFound) || errors.Is(err, engine.ErrPreconditionFailed)
 }
 
-type plWorld struct {
+type powerLossWorld struct {
 	t     *testing.T
 	dir   string
 	clk   *fakeClock
 	rnd   *rand.Rand
 	vals  atomic.Int64
-	base  map[string]plState // what the previous round left, checked
-	ttlOK []int32            // DefaultTTLs the container may have (last acknowledged first)
+	base  map[string]powerLossState // what the previous round left, checked
+	ttlOK []int32                   // DefaultTTLs the container may have (last acknowledged first)
 
-	log plLog // the engine's log of the round, shown when it fails
+	log powerLossLog // the engine's log of the round, shown when it fails
 
 	rounds, opsChecked, ackedChecked, inFlight, inFlightApplied int
 	noSyncRounds, noSyncLost                                    int
@@ -122,16 +137,17 @@ func TestPowerLoss(t *testing.T) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (EBB_POWERLOSS_SEED)", seed)
-	w := &plWorld{
+	replayOnFailure(t, "EBB_POWERLOSS_SEED", uint64(seed))
+	w := &powerLossWorld{
 		t: t, dir: filepath.Join(t.TempDir(), "db"), clk: newFakeClock(t0),
-		rnd: rand.New(rand.NewPCG(seed, 7)), base: map[string]plState{},
+		rnd: rand.New(rand.NewPCG(seed, 7)), base: map[string]powerLossState{},
 	}
 	if err := os.MkdirAll(w.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	db := openTest(t, w.dir, w.clk)
-	mustCreateContainer(t, db, ContainerProperties{ID: plContainer, DefaultTTL: TTL(plDefaultTTLs[0])})
-	w.ttlOK = []int32{plDefaultTTLs[0]}
+	mustCreateContainer(t, db, engine.ContainerProperties{ID: powerLossContainer, DefaultTTL: engine.TTL(powerLossDefaultTTLs[0])})
+	w.ttlOK = []int32{powerLossDefaultTTLs[0]}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -149,14 +165,14 @@ func TestPowerLoss(t *testing.T) {
 }
 
 // round runs one workload, cuts the power and checks what comes back.
-func (w *plWorld) round(r int, noSync bool) {
+func (w *powerLossWorld) round(r int, noSync bool) {
 	t := w.t
 	w.log.reset()
 	cfs, err := vfs.NewCrashFS(w.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := Open(w.dir, &Options{
+	db, err := engine.Open(w.dir, &engine.Options{
 		Clock: w.clk.Now, FS: cfs, NoSync: noSync,
 		JournalSegmentSize: 8 << 10, SealThreshold: 24 << 10,
 		CompactionInterval: 20 * time.Millisecond, RewriteThreshold: 0.3,
@@ -165,15 +181,15 @@ func (w *plWorld) round(r int, noSync bool) {
 	if err != nil {
 		t.Fatalf("round %d: Open: %v", r, err)
 	}
-	c, err := db.Container(plContainer)
+	c, err := db.Container(powerLossContainer)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	var cut atomic.Bool
-	ops := make([][]plOp, plWorkers)
+	ops := make([][]powerLossOp, powerLossWorkers)
 	var wg sync.WaitGroup
-	for wk := range plWorkers {
+	for wk := range powerLossWorkers {
 		wg.Add(1)
 		seed := w.rnd.Uint64()
 		go func() {
@@ -188,12 +204,12 @@ func (w *plWorld) round(r int, noSync bool) {
 	for time.Now().Before(deadline) {
 		switch w.rnd.IntN(10) {
 		case 0:
-			ttl := plDefaultTTLs[w.rnd.IntN(len(plDefaultTTLs))]
-			err := c.SetProperties(context.Background(), ContainerProperties{ID: plContainer, DefaultTTL: TTL(ttl)})
+			ttl := powerLossDefaultTTLs[w.rnd.IntN(len(powerLossDefaultTTLs))]
+			err := c.SetProperties(context.Background(), engine.ContainerProperties{ID: powerLossContainer, DefaultTTL: engine.TTL(ttl)})
 			switch {
 			case err == nil && !cut.Load():
 				w.ttlOK = []int32{ttl}
-			case err == nil || !plSemantic(err):
+			case err == nil || !semanticState(err):
 				ttlMaybe = append(ttlMaybe, ttl)
 			}
 		case 1:
@@ -212,12 +228,12 @@ func (w *plWorld) round(r int, noSync bool) {
 		t.Fatalf("round %d: Apply: %v", r, err)
 	}
 
-	db, err = Open(w.dir, &Options{Clock: w.clk.Now, CompactionInterval: -1})
+	db, err = engine.Open(w.dir, &engine.Options{Clock: w.clk.Now, CompactionInterval: -1})
 	if err != nil {
 		t.Fatalf("round %d (noSync=%v, tail %d): reopen after the power loss: %v", r, noSync, tail, err)
 	}
 	defer db.Close()
-	c, err = db.Container(plContainer)
+	c, err = db.Container(powerLossContainer)
 	if err != nil {
 		t.Fatalf("round %d: %v", r, err)
 	}
@@ -242,12 +258,12 @@ func containsTTL(list []int32, v int32) bool {
 // work makes random writes to the worker's ids until the power is cut.
 // After the cut, or after an error that is not a refusal, it stops: that
 // last write is in flight.
-func (w *plWorld) work(c *Container, wk int, rnd *rand.Rand, cut *atomic.Bool) []plOp {
+func (w *powerLossWorld) work(c *engine.Container, wk int, rnd *rand.Rand, cut *atomic.Bool) []powerLossOp {
 	ctx := context.Background()
-	id := func() string { return fmt.Sprintf("w%d-%d", wk, rnd.IntN(plIDsPerWorker)) }
-	var ops []plOp
+	id := func() string { return fmt.Sprintf("w%d-%d", wk, rnd.IntN(idsPerWorker)) }
+	var ops []powerLossOp
 	for !cut.Load() {
-		op := plOp{ts: w.clk.Unix()}
+		op := powerLossOp{ts: w.clk.Unix()}
 		switch rnd.IntN(3) {
 		case 0:
 			op.ttl = 0
@@ -257,24 +273,24 @@ func (w *plWorld) work(c *Container, wk int, rnd *rand.Rand, cut *atomic.Bool) [
 			op.ttl = int32(2 + rnd.IntN(20))
 		}
 		val := func() int { return int(w.vals.Add(1)) }
-		var it Item
+		var it engine.Item
 		var err error
 		switch k := rnd.IntN(20); {
 		case k < 7:
-			op.kind, op.ids, op.vals = opUpsert, []string{id()}, []int{val()}
-			it, err = c.Upsert(ctx, plBody(op.ids[0], op.vals[0], op.ttl))
+			op.kind, op.ids, op.vals = writeUpsert, []string{id()}, []int{val()}
+			it, err = c.Upsert(ctx, powerLossBody(op.ids[0], op.vals[0], op.ttl))
 		case k < 10:
-			op.kind, op.ids, op.vals = opCreate, []string{id()}, []int{val()}
-			it, err = c.Create(ctx, plBody(op.ids[0], op.vals[0], op.ttl))
+			op.kind, op.ids, op.vals = writeCreate, []string{id()}, []int{val()}
+			it, err = c.Create(ctx, powerLossBody(op.ids[0], op.vals[0], op.ttl))
 		case k < 13:
-			op.kind, op.ids, op.vals = opReplace, []string{id()}, []int{val()}
-			it, err = c.Replace(ctx, plBody(op.ids[0], op.vals[0], op.ttl))
+			op.kind, op.ids, op.vals = writeReplace, []string{id()}, []int{val()}
+			it, err = c.Replace(ctx, powerLossBody(op.ids[0], op.vals[0], op.ttl))
 		case k < 17:
-			op.kind, op.ids, op.vals = opDelete, []string{id()}, []int{0}
+			op.kind, op.ids, op.vals = writeDelete, []string{id()}, []int{0}
 			err = c.Delete(ctx, op.ids[0])
 		default:
-			op.kind, op.ttl = opUpsert, -1
-			var b Batch
+			op.kind, op.ttl = writeUpsert, -1
+			var b engine.Batch
 			seen := map[string]bool{}
 			for range 2 + rnd.IntN(3) {
 				i := id()
@@ -283,20 +299,20 @@ func (w *plWorld) work(c *Container, wk int, rnd *rand.Rand, cut *atomic.Bool) [
 				}
 				seen[i] = true
 				op.ids, op.vals = append(op.ids, i), append(op.vals, val())
-				b.Upsert(plBody(i, op.vals[len(op.vals)-1], op.ttl))
+				b.Upsert(powerLossBody(i, op.vals[len(op.vals)-1], op.ttl))
 			}
-			var items []Item
+			var items []engine.Item
 			if items, err = c.ExecuteBatch(ctx, &b); err == nil {
 				it = items[0]
 			}
 		}
 		op.result = err
 		switch {
-		case err != nil && plSemantic(err):
+		case err != nil && semanticState(err):
 			continue // refused before anything was written
 		case err == nil && !cut.Load():
 			op.acked = true
-			if op.kind != opDelete {
+			if op.kind != writeDelete {
 				op.ts = it.TS
 			}
 			ops = append(ops, op)
@@ -309,58 +325,58 @@ func (w *plWorld) work(c *Container, wk int, rnd *rand.Rand, cut *atomic.Bool) [
 	return ops
 }
 
-// plLog is a log buffer safe for concurrent writes.
-type plLog struct {
+// powerLossLog is a log buffer safe for concurrent writes.
+type powerLossLog struct {
 	mu sync.Mutex
 	b  strings.Builder
 }
 
-func (l *plLog) Write(p []byte) (int, error) {
+func (l *powerLossLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *plLog) reset() {
+func (l *powerLossLog) reset() {
 	l.mu.Lock()
 	l.b.Reset()
 	l.mu.Unlock()
 }
 
-func (l *plLog) String() string {
+func (l *powerLossLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
 }
 
-// plObserved is an item as read back.
-type plObserved struct {
+// observedState is an item as read back.
+type observedState struct {
 	v  int
 	ts int64
 }
 
 // check compares the reopened container with each worker's writes.
-func (w *plWorld) check(r int, c *Container, ops [][]plOp, noSync bool) {
+func (w *powerLossWorld) check(r int, c *engine.Container, ops [][]powerLossOp, noSync bool) {
 	t := w.t
 	now := w.clk.Unix()
-	seen := map[string]plObserved{}
+	seen := map[string]observedState{}
 	for it, err := range c.Items(context.Background()) {
 		if err != nil {
 			t.Fatalf("round %d: Items: %v", r, err)
 		}
 		v := int(bodyField(t, it, "v").(float64))
-		if pad, _ := bodyField(t, it, "pad").(string); pad != plPad(v) {
+		if pad, _ := bodyField(t, it, "pad").(string); pad != powerLossPad(v) {
 			t.Fatalf("round %d: item %s: body %s is not whole", r, it.ID, it.Body)
 		}
-		seen[it.ID] = plObserved{v: v, ts: it.TS}
+		seen[it.ID] = observedState{v: v, ts: it.TS}
 	}
 	for id := range seen {
 		var wk, n int
-		if _, err := fmt.Sscanf(id, "w%d-%d", &wk, &n); err != nil || wk >= plWorkers {
+		if _, err := fmt.Sscanf(id, "w%d-%d", &wk, &n); err != nil || wk >= powerLossWorkers {
 			t.Fatalf("round %d: unknown item %q", r, id)
 		}
 	}
-	for wk := range plWorkers {
+	for wk := range powerLossWorkers {
 		list := ops[wk]
 		acked := 0
 		for _, op := range list {
@@ -373,17 +389,17 @@ func (w *plWorld) check(r int, c *Container, ops [][]plOp, noSync bool) {
 			lo = 0
 		}
 		matched := -1
-		var states map[string]plState
+		var states map[string]powerLossState
 		for p := len(list); p >= lo && matched < 0; p-- {
 			if s, ok := w.matches(wk, list[:p], seen, now); ok {
 				matched, states = p, s
 			}
 		}
 		if matched < 0 {
-			if m, err := readManifest(w.dir); err == nil {
+			if m, err := engine.ReadManifest(w.dir); err == nil {
 				t.Logf("manifest: journal from %d, files %+v", m.JournalFrom, m.Containers[0].Files)
 			}
-			for _, sub := range []string{segmentDir, journalDir} {
+			for _, sub := range []string{engine.SegmentDir, engine.JournalDir} {
 				ents, _ := os.ReadDir(filepath.Join(w.dir, sub))
 				for _, e := range ents {
 					info, _ := e.Info()
@@ -416,27 +432,27 @@ func (w *plWorld) check(r int, c *Container, ops [][]plOp, noSync bool) {
 
 // matches reports whether seen agrees with the worker's ids after the
 // writes ops (from w.base), and returns their states then.
-func (w *plWorld) matches(wk int, ops []plOp, seen map[string]plObserved, now int64) (map[string]plState, bool) {
+func (w *powerLossWorld) matches(wk int, ops []powerLossOp, seen map[string]observedState, now int64) (map[string]powerLossState, bool) {
 	s, bad := w.mismatches(wk, ops, seen, now, false)
 	return s, len(bad) == 0
 }
 
 // mismatches returns the states after ops, and the ids where seen differs
 // from them (all of them when all is set, else the first).
-func (w *plWorld) mismatches(wk int, ops []plOp, seen map[string]plObserved, now int64, all bool) (map[string]plState, []string) {
+func (w *powerLossWorld) mismatches(wk int, ops []powerLossOp, seen map[string]observedState, now int64, all bool) (map[string]powerLossState, []string) {
 	var bad []string
-	states := map[string]plState{}
+	states := map[string]powerLossState{}
 	maybe := map[string]bool{}
-	for i := range plIDsPerWorker {
+	for i := range idsPerWorker {
 		id := fmt.Sprintf("w%d-%d", wk, i)
 		states[id] = w.base[id]
 	}
 	for _, op := range ops {
 		for j, id := range op.ids {
-			if op.kind == opDelete {
-				states[id] = plState{}
+			if op.kind == writeDelete {
+				states[id] = powerLossState{}
 			} else {
-				states[id] = plState{v: op.vals[j], ts: op.ts, ttl: op.ttl}
+				states[id] = powerLossState{v: op.vals[j], ts: op.ts, ttl: op.ttl}
 			}
 			maybe[id] = op.maybe
 		}
@@ -448,11 +464,11 @@ func (w *plWorld) mismatches(wk int, ops []plOp, seen map[string]plObserved, now
 		switch {
 		case s.v == 0 || (expired && !maybe[id]):
 			ok = !visible
-			states[id] = plState{}
+			states[id] = powerLossState{}
 		case !visible:
 			// A write in flight whose ttl may have run out by now.
 			ok = maybe[id] && s.ttl > 0 && s.ts+int64(s.ttl) <= now
-			states[id] = plState{}
+			states[id] = powerLossState{}
 		case obs.v != s.v || (!maybe[id] && obs.ts != s.ts):
 			ok = false
 		default:
@@ -470,7 +486,7 @@ func (w *plWorld) mismatches(wk int, ops []plOp, seen map[string]plObserved, now
 }
 
 // describe lists a worker's writes and what came back, for a failure.
-func (w *plWorld) describe(wk int, ops []plOp, seen map[string]plObserved) string {
+func (w *powerLossWorld) describe(wk int, ops []powerLossOp, seen map[string]observedState) string {
 	var b strings.Builder
 	for i, op := range ops {
 		fmt.Fprintf(&b, "  %3d %-7s %v=%v ttl=%d ts=%d acked=%v maybe=%v err=%v\n", i, op.kind, op.ids, op.vals, op.ttl, op.ts, op.acked, op.maybe, op.result)

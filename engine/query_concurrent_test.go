@@ -1,8 +1,9 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,13 +11,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine"
 	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/policy"
 )
 
-// concDoc is a random item for TestQueryUnderWrites: n is mostly a small
+// concurrentDoc is a random item for TestQueryUnderWrites: n is mostly a small
 // number, sometimes a string, an array or missing; some items expire soon.
-func concDoc(rng *rand.Rand, id string) string {
+func concurrentDoc(rng *rand.Rand, id string) string {
 	n := strconv.Itoa(rng.IntN(21) - 5)
 	switch rng.IntN(12) {
 	case 0:
@@ -34,8 +36,8 @@ func concDoc(rng *rand.Rand, id string) string {
 	return doc + "}"
 }
 
-// concQueries are queries of every kind the property covers.
-var concQueries = []string{
+// concurrentQueries are queries of every kind the property covers.
+var concurrentQueries = []string{
 	`SELECT * FROM c WHERE c.n = 3`,
 	`SELECT * FROM c WHERE c.n >= 0 AND c.n < 8`,
 	`SELECT * FROM c ORDER BY c.n`,
@@ -78,10 +80,10 @@ func queryUnderWrites(t *testing.T, seed uint64) {
 	clk := newFakeClock(t0)
 	db := openTest(t, t.TempDir(), clk)
 	defer db.Close()
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "w", Indexing: IndexingConsistent, DefaultTTL: TTL(-1)})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "w", Indexing: engine.IndexingConsistent, DefaultTTL: engine.TTL(-1)})
 	// full is the container's DefaultTTL history, never pruned: what
 	// decides whether an item is expired at an instant.
-	full := policy.History{}.With(clk.Unix(), TTL(-1))
+	full := policy.History{}.With(clk.Unix(), engine.TTL(-1))
 	const nItems = 30
 	versions := map[string][]byte{} // etag → body, of versions live during the query
 	write := func() {
@@ -101,22 +103,22 @@ func queryUnderWrites(t *testing.T, seed uint64) {
 			err = c.SetProperties(ctx, p)
 		case r == 5:
 			p := c.Properties()
-			p.DefaultTTL = []*int32{nil, TTL(-1), TTL(3), TTL(8)}[rng.IntN(4)]
-			if err = c.SetProperties(ctx, p); err == nil && !sameTTL(p.DefaultTTL, full.Current()) {
+			p.DefaultTTL = []*int32{nil, engine.TTL(-1), engine.TTL(3), engine.TTL(8)}[rng.IntN(4)]
+			if err = c.SetProperties(ctx, p); err == nil && !sameTTLPtr(p.DefaultTTL, full.Current()) {
 				full = full.With(clk.Unix(), p.DefaultTTL)
 			}
 		default:
-			var it Item
-			if it, err = c.Upsert(ctx, []byte(concDoc(rng, id))); err == nil {
+			var it engine.Item
+			if it, err = c.Upsert(ctx, []byte(concurrentDoc(rng, id))); err == nil {
 				versions[it.ETag] = it.Body
 			}
 		}
-		if err != nil && !isNotFound(err) {
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
 			t.Fatal(err)
 		}
 	}
 	for i := range nItems {
-		if _, err := c.Upsert(ctx, []byte(concDoc(rng, "k"+strconv.Itoa(i)))); err != nil {
+		if _, err := c.Upsert(ctx, []byte(concurrentDoc(rng, "k"+strconv.Itoa(i)))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,7 +127,7 @@ func queryUnderWrites(t *testing.T, seed uint64) {
 		for range rng.IntN(4) {
 			write()
 		}
-		sql := concQueries[rng.IntN(len(concQueries))]
+		sql := concurrentQueries[rng.IntN(len(concurrentQueries))]
 		pq, err := query.Parse(sql)
 		if err != nil {
 			t.Fatal(err)
@@ -214,7 +216,7 @@ func TestQueryOrderWithWriter(t *testing.T) {
 	clk := newFakeClock(t0)
 	db := openTest(t, t.TempDir(), clk)
 	defer db.Close()
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "w", DefaultTTL: TTL(-1)})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "w", DefaultTTL: engine.TTL(-1)})
 	var mu sync.Mutex
 	written := map[string]bool{} // etags of every version written
 	upsert := func(doc []byte) error {
@@ -246,20 +248,20 @@ func TestQueryOrderWithWriter(t *testing.T) {
 			var err error
 			switch r := rng.IntN(40); {
 			case r < 4:
-				if err = c.Delete(ctx, fmt.Sprintf("i%d", id)); isNotFound(err) {
+				if err = c.Delete(ctx, fmt.Sprintf("i%d", id)); errors.Is(err, engine.ErrNotFound) {
 					err = nil
 				}
 			case r < 6:
 				clk.Advance(1)
 			case r == 6:
-				p := ContainerProperties{ID: "w", DefaultTTL: c.Properties().DefaultTTL}
+				p := engine.ContainerProperties{ID: "w", DefaultTTL: c.Properties().DefaultTTL}
 				if rng.IntN(2) == 0 {
 					p.ExcludedPaths = []string{"/n/?"}
 				}
 				err = c.SetProperties(ctx, p)
 			case r == 7:
 				p := c.Properties()
-				p.DefaultTTL = []*int32{nil, TTL(-1), TTL(5)}[rng.IntN(3)]
+				p.DefaultTTL = []*int32{nil, engine.TTL(-1), engine.TTL(5)}[rng.IntN(3)]
 				err = c.SetProperties(ctx, p)
 			case r < 10:
 				err = upsert(fmt.Appendf(nil, `{"id":"i%d","f":%d,"ttl":%d}`, id, rng.IntN(3), 1+rng.IntN(4)))
@@ -336,7 +338,7 @@ func TestQueryOrderIndexDroppedMidWalk(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t, t.TempDir(), newFakeClock(t0))
 	defer db.Close()
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "d"})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "d"})
 	// f != 1 only at n = 0, 20 and 39: the first walkSlack+3 items in
 	// either direction hold one match.
 	for n := range 40 {
@@ -349,7 +351,7 @@ func TestQueryOrderIndexDroppedMidWalk(t *testing.T) {
 		}
 	}
 	for _, order := range []string{"", " DESC"} {
-		if err := c.SetProperties(ctx, ContainerProperties{ID: "d"}); err != nil {
+		if err := c.SetProperties(ctx, engine.ContainerProperties{ID: "d"}); err != nil {
 			t.Fatal(err)
 		}
 		waitIndexed(t, c)
@@ -361,7 +363,7 @@ func TestQueryOrderIndexDroppedMidWalk(t *testing.T) {
 			}
 			got = append(got, it.ID)
 			if len(got) == 1 {
-				if err := c.SetProperties(ctx, ContainerProperties{ID: "d", ExcludedPaths: []string{"/n/?"}}); err != nil {
+				if err := c.SetProperties(ctx, engine.ContainerProperties{ID: "d", ExcludedPaths: []string{"/n/?"}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -374,4 +376,12 @@ func TestQueryOrderIndexDroppedMidWalk(t *testing.T) {
 			t.Fatalf("%s, the index on /n dropped after the first result: %v, want %v", sql, got, want)
 		}
 	}
+}
+
+// sameTTLPtr reports whether two DefaultTTLs are the same setting.
+func sameTTLPtr(a, b *int32) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }

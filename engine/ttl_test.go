@@ -1,10 +1,12 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/ebbdb/ebb/engine"
 )
 
 // These tests walk through the TTL rules (policy's doc) rule by rule through the public API.
@@ -14,7 +16,7 @@ func TestExpiryIsInvisibleEverywhereAtOnce(t *testing.T) {
 	clk := newFakeClock(t0)
 	db := openTest(t, t.TempDir(), clk)
 	defer db.Close()
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "s", DefaultTTL: TTL(10)})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "s", DefaultTTL: engine.TTL(10)})
 	for i := range 5 {
 		if _, err := c.Create(ctx, []byte(fmt.Sprintf(`{"id":"short%d"}`, i))); err != nil {
 			t.Fatal(err)
@@ -31,7 +33,7 @@ func TestExpiryIsInvisibleEverywhereAtOnce(t *testing.T) {
 		t.Fatalf("at ts+9: %v", err)
 	}
 	clk.Advance(1)
-	if _, err := c.Read(ctx, "short0"); !errors.Is(err, ErrNotFound) {
+	if _, err := c.Read(ctx, "short0"); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("at ts+10: Read = %v, want ErrNotFound", err)
 	}
 	st := c.Stats()
@@ -48,10 +50,10 @@ func TestExpiryIsInvisibleEverywhereAtOnce(t *testing.T) {
 	if fmt.Sprint(ids) != "[forever]" {
 		t.Fatalf("Items = %v, want [forever]", ids)
 	}
-	if _, err := c.Replace(ctx, []byte(`{"id":"short1"}`)); !errors.Is(err, ErrNotFound) {
+	if _, err := c.Replace(ctx, []byte(`{"id":"short1"}`)); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("Replace expired = %v, want ErrNotFound", err)
 	}
-	if err := c.Delete(ctx, "short1"); !errors.Is(err, ErrNotFound) {
+	if err := c.Delete(ctx, "short1"); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("Delete expired = %v, want ErrNotFound", err)
 	}
 	it, err := c.Create(ctx, []byte(`{"id":"short2","v":2}`))
@@ -73,9 +75,10 @@ func TestExpiryIsInvisibleEverywhereAtOnce(t *testing.T) {
 func TestDefaultTTLChanges(t *testing.T) {
 	ctx := context.Background()
 	clk := newFakeClock(t0)
-	db := openTest(t, t.TempDir(), clk)
+	dir := t.TempDir()
+	db := openTest(t, dir, clk)
 	defer db.Close()
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "p"})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "p"})
 	mustWrite := func(doc string) {
 		t.Helper()
 		if _, err := c.Upsert(ctx, []byte(doc)); err != nil {
@@ -84,14 +87,14 @@ func TestDefaultTTLChanges(t *testing.T) {
 	}
 	visible := func(id string) bool {
 		_, err := c.Read(ctx, id)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
 			t.Fatal(err)
 		}
 		return err == nil
 	}
 	set := func(d *int32) {
 		t.Helper()
-		if err := c.SetProperties(ctx, ContainerProperties{ID: "p", DefaultTTL: d}); err != nil {
+		if err := c.SetProperties(ctx, engine.ContainerProperties{ID: "p", DefaultTTL: d}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,7 +106,7 @@ func TestDefaultTTLChanges(t *testing.T) {
 		t.Fatal("with TTL off every item must be visible")
 	}
 	mustWrite(`{"id":"young"}`)
-	set(TTL(60)) // retroactive: old (100 s) expires now; own's ttl 50 counts again
+	set(engine.TTL(60)) // retroactive: old (100 s) expires now; own's ttl 50 counts again
 	if visible("old") || visible("own") || !visible("young") || !visible("never") {
 		t.Fatalf("after DefaultTTL 60: old=%v own=%v young=%v never=%v", visible("old"), visible("own"), visible("young"), visible("never"))
 	}
@@ -115,18 +118,17 @@ func TestDefaultTTLChanges(t *testing.T) {
 	if !visible("young") {
 		t.Fatal("with TTL off an unexpired item must not expire")
 	}
-	set(TTL(-1)) // -1: items without ttl never expire, own ttl counts
+	set(engine.TTL(-1)) // -1: items without ttl never expire, own ttl counts
 	mustWrite(`{"id":"own2","ttl":5}`)
 	clk.Advance(5)
 	if !visible("young") || visible("own2") {
 		t.Fatalf("DefaultTTL -1: young=%v own2=%v", visible("young"), visible("own2"))
 	}
 	// Raising the TTL does not bring back what expired; a restart neither.
-	set(TTL(1 << 30))
+	set(engine.TTL(1 << 30))
 	if visible("own2") || visible("old") {
 		t.Fatal("raising DefaultTTL brought an item back")
 	}
-	dir := db.dir
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -164,15 +166,15 @@ func TestValidationRejectsAndWritesNothing(t *testing.T) {
 	clk := newFakeClock(t0)
 	db := openTest(t, t.TempDir(), clk)
 	defer db.Close()
-	if _, err := db.CreateContainer(ctx, ContainerProperties{ID: "n", DefaultTTL: TTL(5), Indexing: IndexingNone}); !errors.Is(err, ErrInvalidProperties) {
+	if _, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "n", DefaultTTL: engine.TTL(5), Indexing: engine.IndexingNone}); !errors.Is(err, engine.ErrInvalidProperties) {
 		t.Fatalf("TTL with indexing none = %v", err)
 	}
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "n", Indexing: IndexingNone})
-	if err := c.SetProperties(ctx, ContainerProperties{ID: "n", DefaultTTL: TTL(5), Indexing: IndexingNone}); !errors.Is(err, ErrInvalidProperties) {
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "n", Indexing: engine.IndexingNone})
+	if err := c.SetProperties(ctx, engine.ContainerProperties{ID: "n", DefaultTTL: engine.TTL(5), Indexing: engine.IndexingNone}); !errors.Is(err, engine.ErrInvalidProperties) {
 		t.Fatalf("turning TTL on with indexing none = %v", err)
 	}
-	d := mustCreateContainer(t, db, ContainerProperties{ID: "d", DefaultTTL: TTL(5)})
-	if err := d.SetProperties(ctx, ContainerProperties{ID: "d", DefaultTTL: TTL(5), Indexing: IndexingNone}); !errors.Is(err, ErrInvalidProperties) {
+	d := mustCreateContainer(t, db, engine.ContainerProperties{ID: "d", DefaultTTL: engine.TTL(5)})
+	if err := d.SetProperties(ctx, engine.ContainerProperties{ID: "d", DefaultTTL: engine.TTL(5), Indexing: engine.IndexingNone}); !errors.Is(err, engine.ErrInvalidProperties) {
 		t.Fatalf("indexing none with TTL on = %v", err)
 	}
 	before := c.Stats()
@@ -180,13 +182,13 @@ func TestValidationRejectsAndWritesNothing(t *testing.T) {
 		doc  string
 		want error
 	}{
-		{`[1]`, ErrInvalidDocument},
-		{`{"id":1}`, ErrInvalidDocument},
-		{`{"id":""}`, ErrInvalidDocument},
-		{`{"id":"a/b"}`, ErrInvalidDocument},
-		{`{"id":"a"`, ErrInvalidDocument},
-		{`{"id":"a","ttl":0}`, ErrInvalidTTL},
-		{`{"id":"a","ttl":"10"}`, ErrInvalidTTL},
+		{`[1]`, engine.ErrInvalidDocument},
+		{`{"id":1}`, engine.ErrInvalidDocument},
+		{`{"id":""}`, engine.ErrInvalidDocument},
+		{`{"id":"a/b"}`, engine.ErrInvalidDocument},
+		{`{"id":"a"`, engine.ErrInvalidDocument},
+		{`{"id":"a","ttl":0}`, engine.ErrInvalidTTL},
+		{`{"id":"a","ttl":"10"}`, engine.ErrInvalidTTL},
 	} {
 		if _, err := c.Create(ctx, []byte(tc.doc)); !errors.Is(err, tc.want) {
 			t.Errorf("Create(%s) = %v, want %v", tc.doc, err, tc.want)
@@ -209,9 +211,9 @@ func TestRestartSealCompact(t *testing.T) {
 	ctx := context.Background()
 	clk := newFakeClock(t0)
 	dir := t.TempDir()
-	small := func(o *Options) { o.SealThreshold = 16 << 10; o.BlockSize = 4 << 10 }
+	small := func(o *engine.Options) { o.SealThreshold = 16 << 10; o.BlockSize = 4 << 10 }
 	db := openTest(t, dir, clk, small)
-	c := mustCreateContainer(t, db, ContainerProperties{ID: "c", DefaultTTL: TTL(100)})
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(100)})
 	for i := range 2000 {
 		doc := fmt.Sprintf(`{"id":"k%04d","n":%d,"pad":"%0100d"}`, i, i, i)
 		if i%2 == 0 {
@@ -221,7 +223,7 @@ func TestRestartSealCompact(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%7 == 0 && i > 0 {
-			if err := c.Delete(ctx, fmt.Sprintf("k%04d", i-1)); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := c.Delete(ctx, fmt.Sprintf("k%04d", i-1)); err != nil && !errors.Is(err, engine.ErrNotFound) {
 				t.Fatal(err)
 			}
 		}

@@ -1,63 +1,30 @@
-package engine
+package engine_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
+
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/internal/ttlvectors"
 )
-
-// ttlVectors is testdata/ttl-matrix.json, the TTL rules' machine-readable cases (README, TTL rules).
-type ttlVectors struct {
-	Matrix []struct {
-		Name        string  `json:"name"`
-		DefaultTTL  *int64  `json:"defaultTtl"`
-		ItemTTLJSON *string `json:"itemTtlJson"`
-		VisibleAt   []int64 `json:"visibleAt"`
-		InvisibleAt []int64 `json:"invisibleAt"`
-	} `json:"matrix"`
-	ItemTTLJSON struct {
-		Valid   []string `json:"valid"`
-		Invalid []string `json:"invalid"`
-	} `json:"itemTtlJson"`
-	DefaultTTL struct {
-		Valid   []*int64 `json:"valid"`
-		Invalid []int64  `json:"invalid"`
-	} `json:"defaultTtl"`
-}
-
-func loadVectors(t *testing.T) ttlVectors {
-	t.Helper()
-	b, err := os.ReadFile("../testdata/ttl-matrix.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v ttlVectors
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Matrix) == 0 || len(v.ItemTTLJSON.Invalid) == 0 || len(v.DefaultTTL.Invalid) == 0 {
-		t.Fatal("vectors file has no cases")
-	}
-	return v
-}
 
 // TestVectorsMatrix runs every matrix case through the public API: a
 // container with the case's DefaultTTL, one item with its ttl, reads at each
 // offset. Each offset is checked on a fresh item, because expiry is final.
 func TestVectorsMatrix(t *testing.T) {
 	ctx := context.Background()
-	v := loadVectors(t)
+	v := ttlvectors.MustLoad(t)
 	for _, tc := range v.Matrix {
 		t.Run(tc.Name, func(t *testing.T) {
 			clk := newFakeClock(t0)
 			db := openTest(t, t.TempDir(), clk)
 			defer db.Close()
-			props := ContainerProperties{ID: "c"}
+			props := engine.ContainerProperties{ID: "c"}
 			if tc.DefaultTTL != nil {
-				props.DefaultTTL = TTL(int32(*tc.DefaultTTL))
+				props.DefaultTTL = engine.TTL(int32(*tc.DefaultTTL))
 			}
 			c := mustCreateContainer(t, db, props)
 			check := func(offset int64, wantVisible bool) {
@@ -77,7 +44,7 @@ func TestVectorsMatrix(t *testing.T) {
 				switch {
 				case wantVisible && err != nil:
 					t.Errorf("offset %d: Read = %v, want the item", offset, err)
-				case !wantVisible && !errors.Is(err, ErrNotFound):
+				case !wantVisible && !errors.Is(err, engine.ErrNotFound):
 					t.Errorf("offset %d: Read = %v, want ErrNotFound", offset, err)
 				}
 				// A fresh database for the next offset: the engine clock never
@@ -105,14 +72,14 @@ func TestVectorsMatrix(t *testing.T) {
 // through Create, and that a rejected write leaves nothing behind.
 func TestVectorsItemTTL(t *testing.T) {
 	ctx := context.Background()
-	v := loadVectors(t)
+	v := ttlvectors.MustLoad(t)
 	clk := newFakeClock(t0)
 	db := openTest(t, t.TempDir(), clk)
 	defer db.Close()
 	for _, ttlOn := range []bool{true, false} {
-		props := ContainerProperties{ID: fmt.Sprintf("ttl-%v", ttlOn)}
+		props := engine.ContainerProperties{ID: fmt.Sprintf("ttl-%v", ttlOn)}
 		if ttlOn {
-			props.DefaultTTL = TTL(-1)
+			props.DefaultTTL = engine.TTL(-1)
 		}
 		c := mustCreateContainer(t, db, props)
 		for i, raw := range v.ItemTTLJSON.Valid {
@@ -124,10 +91,10 @@ func TestVectorsItemTTL(t *testing.T) {
 		for i, raw := range v.ItemTTLJSON.Invalid {
 			doc := fmt.Sprintf(`{"id":"x%d","ttl":%s}`, i, raw)
 			_, err := c.Create(ctx, []byte(doc))
-			if !errors.Is(err, ErrInvalidTTL) {
+			if !errors.Is(err, engine.ErrInvalidTTL) {
 				t.Errorf("TTL on=%v: Create(%s) = %v, want ErrInvalidTTL", ttlOn, doc, err)
 			}
-			if _, err := c.Read(ctx, fmt.Sprintf("x%d", i)); !errors.Is(err, ErrNotFound) {
+			if _, err := c.Read(ctx, fmt.Sprintf("x%d", i)); !errors.Is(err, engine.ErrNotFound) {
 				t.Errorf("TTL on=%v: rejected item x%d is readable: %v", ttlOn, i, err)
 			}
 		}
@@ -142,40 +109,43 @@ func TestVectorsItemTTL(t *testing.T) {
 // as *int32; they are checked through the properties' JSON form.
 func TestVectorsDefaultTTL(t *testing.T) {
 	ctx := context.Background()
-	v := loadVectors(t)
+	v := ttlvectors.MustLoad(t)
 	clk := newFakeClock(t0)
 	db := openTest(t, t.TempDir(), clk)
 	defer db.Close()
-	base := mustCreateContainer(t, db, ContainerProperties{ID: "base"})
+	base := mustCreateContainer(t, db, engine.ContainerProperties{ID: "base"})
 	for i, d := range v.DefaultTTL.Valid {
-		props := ContainerProperties{ID: fmt.Sprintf("ok%d", i)}
+		props := engine.ContainerProperties{ID: fmt.Sprintf("ok%d", i)}
 		if d != nil {
-			props.DefaultTTL = TTL(int32(*d))
+			props.DefaultTTL = engine.TTL(int32(*d))
 		}
 		if _, err := db.CreateContainer(ctx, props); err != nil {
 			t.Errorf("CreateContainer(defaultTtl %v) = %v", d, err)
 		}
-		if err := base.SetProperties(ctx, ContainerProperties{ID: "base", DefaultTTL: props.DefaultTTL}); err != nil {
+		if err := base.SetProperties(ctx, engine.ContainerProperties{ID: "base", DefaultTTL: props.DefaultTTL}); err != nil {
 			t.Errorf("SetProperties(defaultTtl %v) = %v", d, err)
 		}
 	}
 	for _, d := range v.DefaultTTL.Invalid {
-		js := fmt.Sprintf(`{"id":"bad","defaultTtl":%d}`, d)
-		var props ContainerProperties
+		if d == nil {
+			t.Fatalf("vectors list an absent defaultTtl as invalid")
+		}
+		js := fmt.Sprintf(`{"id":"bad","defaultTtl":%d}`, *d)
+		var props engine.ContainerProperties
 		err := json.Unmarshal([]byte(js), &props)
 		if err == nil {
 			_, err = db.CreateContainer(ctx, props)
-			if !errors.Is(err, ErrInvalidProperties) {
-				t.Errorf("CreateContainer(defaultTtl %d) = %v, want ErrInvalidProperties", d, err)
+			if !errors.Is(err, engine.ErrInvalidProperties) {
+				t.Errorf("CreateContainer(defaultTtl %d) = %v, want ErrInvalidProperties", *d, err)
 			}
-			if err := base.SetProperties(ctx, props); !errors.Is(err, ErrInvalidProperties) {
-				t.Errorf("SetProperties(defaultTtl %d) = %v, want ErrInvalidProperties", d, err)
+			if err := base.SetProperties(ctx, props); !errors.Is(err, engine.ErrInvalidProperties) {
+				t.Errorf("SetProperties(defaultTtl %d) = %v, want ErrInvalidProperties", *d, err)
 			}
-		} else if !errors.Is(err, ErrInvalidProperties) {
+		} else if !errors.Is(err, engine.ErrInvalidProperties) {
 			t.Errorf("unmarshal %s = %v, want ErrInvalidProperties", js, err)
 		}
 	}
-	if _, err := db.Container("bad"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Container("bad"); !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("a container with an invalid defaultTtl exists: %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ebbdb/ebb/internal/ttlvectors"
 )
 
 func ttl(v int32) *int32 { return &v }
@@ -13,7 +15,7 @@ func ttl(v int32) *int32 { return &v }
 // TestMatrixVectors runs every "matrix" case of the vectors through a
 // history with a single creation entry at or before the write.
 func TestMatrixVectors(t *testing.T) {
-	v := loadVectors(t)
+	v := ttlvectors.MustLoad(t)
 	for _, c := range v.Matrix {
 		t.Run(c.Name, func(t *testing.T) {
 			var d *int32

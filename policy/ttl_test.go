@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ebbdb/ebb/internal/ttlvectors"
 )
 
 func TestParseItemTTLVectors(t *testing.T) {
-	v := loadVectors(t)
+	v := ttlvectors.MustLoad(t)
 	for _, raw := range v.ItemTTLJSON.Valid {
 		got, err := ParseItemTTL([]byte(raw))
 		if err != nil {
@@ -128,7 +130,7 @@ func TestParseItemTTLMessage(t *testing.T) {
 }
 
 func TestValidateDefaultTTLVectors(t *testing.T) {
-	v := loadVectors(t)
+	v := ttlvectors.MustLoad(t)
 	for _, d := range v.DefaultTTL.Valid {
 		if d == nil {
 			continue // absent: TTL off, always valid; nothing to validate
@@ -174,7 +176,7 @@ func TestValidateDefaultTTLBounds(t *testing.T) {
 // rule: accepted iff the text is a JSON number whose exact value is -1 or an
 // integer in 1..MaxTTL.
 func FuzzParseItemTTL(f *testing.F) {
-	v := loadVectors(f)
+	v := ttlvectors.MustLoad(f)
 	for _, s := range v.ItemTTLJSON.Valid {
 		f.Add([]byte(s))
 	}

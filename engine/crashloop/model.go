@@ -1,38 +1,14 @@
 package crashloop
 
 import (
-	"fmt"
-
+	"github.com/ebbdb/ebb/engine/internal/testdoc"
 	"github.com/ebbdb/ebb/policy"
 )
 
-// itemState is what an item is: absent, or the version written by w at ts
-// with etag (etag "" when the checker does not know it).
-type itemState struct {
-	present bool
-	w       string
-	ts      int64
-	etag    string
-}
-
-func (s itemState) String() string {
-	if !s.present {
-		return "absent"
-	}
-	e := s.etag
-	if e == "" {
-		e = "?"
-	}
-	return fmt.Sprintf("%s@%d etag %s", s.w, s.ts, e)
-}
-
-// expiresAt is the first instant at which s is invisible under history h.
-func (s itemState) expiresAt(h policy.History) int64 {
-	if !s.present {
-		return 0
-	}
-	return h.ExpiresAt(s.ts, ttlOf(s.w))
-}
+// itemState is what an item is: absent, or the version written by W at TS
+// with ETag (ETag "" when the checker does not know it). It is the model
+// the engine's own crash and damage tests use too.
+type itemState = testdoc.State
 
 // contModel is what the checker knows of a container after a check.
 type contModel struct {

@@ -45,7 +45,7 @@ func (o *reqOp) result() itemState {
 	if o.kind == "delete" {
 		return itemState{}
 	}
-	return itemState{present: true, w: o.w, ts: o.ts, etag: o.etag}
+	return itemState{Present: true, W: o.w, TS: o.ts, ETag: o.etag}
 }
 
 // histVersion is a container's policy history after a DefaultTTL change,
@@ -391,7 +391,7 @@ func (r *roundLog) nack(i int, l logLine) {
 // expiry involved) or none can have been reached (a violation reported
 // elsewhere).
 func (r *roundLog) reliedExpiry(cont string, s itemState, from, to int) int64 {
-	if !s.present {
+	if !s.Present {
 		return 0
 	}
 	var e int64
@@ -483,11 +483,11 @@ func (r *roundLog) read(i int, l logLine) {
 		r.rely(r.reliedExpiry(l.cont, s, from, i), l.id, i)
 		return
 	}
-	got := itemState{present: true, w: l.w, ts: l.ts, etag: l.etag}
+	got := itemState{Present: true, W: l.w, TS: l.ts, ETag: l.etag}
 	switch {
-	case !s.present || s.w != got.w:
+	case !s.Present || s.W != got.W:
 		r.fail(l.id, "a read of %q found %s, but the last write left %s", l.id, got, s)
-	case s.ts != got.ts || s.etag != got.etag:
+	case s.TS != got.TS || s.ETag != got.ETag:
 		r.fail(l.id, "a read of %q found %s, but the write was acknowledged as %s", l.id, got, s)
 	case !r.couldBe(true, l.cont, s, from, i, lo, r.hiNow):
 		r.fail(l.id, "a read of %q found %s, which expired at %s (engine now %d..%d): an expired item came back",
@@ -516,11 +516,11 @@ func (r *roundLog) versions(cont string, from, to int) []policy.History {
 // instant in [lo, hi] under some history an operation between lines from
 // and to may have seen.
 func (r *roundLog) couldBe(live bool, cont string, s itemState, from, to int, lo, hi int64) bool {
-	if !s.present {
+	if !s.Present {
 		return !live
 	}
 	for _, h := range r.versions(cont, from, to) {
-		e := s.expiresAt(h)
+		e := s.ExpiresAt(h, ttlOf(s.W))
 		if live && lo < e || !live && e <= hi {
 			return true
 		}
@@ -532,7 +532,7 @@ func (r *roundLog) couldBe(live bool, cont string, s itemState, from, to int, lo
 func (r *roundLog) expiryRange(cont string, s itemState, from, to int) []int64 {
 	var out []int64
 	for _, h := range r.versions(cont, from, to) {
-		out = append(out, s.expiresAt(h))
+		out = append(out, s.ExpiresAt(h, ttlOf(s.W)))
 	}
 	return out
 }

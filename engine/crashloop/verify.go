@@ -45,8 +45,8 @@ type candidate struct {
 
 func (c candidate) String() string {
 	s := c.st.String()
-	if c.tsUnknown && c.st.present {
-		s = fmt.Sprintf("%s@%d..%d", c.st.w, c.tsLo, c.tsHi)
+	if c.tsUnknown && c.st.Present {
+		s = fmt.Sprintf("%s@%d..%d", c.st.W, c.tsLo, c.tsHi)
 	}
 	switch {
 	case c.op == nil:
@@ -92,7 +92,7 @@ func (r *roundLog) candidates(cont, id string) []candidate {
 		}
 		c := candidate{op: f}
 		if f.kind != "delete" {
-			c.st = itemState{present: true, w: f.w}
+			c.st = itemState{Present: true, W: f.w}
 			c.tsUnknown, c.tsLo, c.tsHi = true, f.req.lo, r.hiNow
 		}
 		out = append(out, c)
@@ -102,22 +102,22 @@ func (r *roundLog) candidates(cont, id string) []candidate {
 
 // matches reports whether found (read at now under h) is candidate c.
 func (c candidate) matches(found itemState, h policy.History, now int64) bool {
-	if !found.present {
-		if !c.st.present {
+	if !found.Present {
+		if !c.st.Present {
 			return true
 		}
 		if c.tsUnknown {
-			return h.ExpiresAt(c.tsLo, ttlOf(c.st.w)) <= now // expiry grows with _ts
+			return h.ExpiresAt(c.tsLo, ttlOf(c.st.W)) <= now // expiry grows with _ts
 		}
-		return c.st.expiresAt(h) <= now
+		return c.st.ExpiresAt(h, ttlOf(c.st.W)) <= now
 	}
-	if !c.st.present || c.st.w != found.w || found.expiresAt(h) <= now {
+	if !c.st.Present || c.st.W != found.W || found.ExpiresAt(h, ttlOf(found.W)) <= now {
 		return false
 	}
 	if c.tsUnknown {
-		return c.tsLo <= found.ts && found.ts <= c.tsHi
+		return c.tsLo <= found.TS && found.TS <= c.tsHi
 	}
-	return c.st.ts == found.ts && (c.st.etag == "" || c.st.etag == found.etag)
+	return c.st.TS == found.TS && (c.st.ETag == "" || c.st.ETag == found.ETag)
 }
 
 // checker reopens the database after each round and checks it against the
@@ -213,7 +213,7 @@ func (ck *checker) afterRound(ctx context.Context, r *roundLog, wall int64, comp
 		cm.items = map[string]itemState{}
 		for id, s := range found[name] {
 			cm.universe[id] = true
-			if s.present {
+			if s.Present {
 				cm.items[id] = s
 			}
 		}
@@ -257,7 +257,7 @@ func (ck *checker) measureNow(ctx context.Context, db *engine.DB, r *roundLog, w
 		ck.rep.ClockLags++
 	}
 	cm := ck.m.conts[contClock]
-	cm.items[checkID] = itemState{present: true, w: w, ts: it.TS, etag: it.ETag}
+	cm.items[checkID] = itemState{Present: true, W: w, TS: it.TS, ETag: it.ETag}
 	cm.universe[checkID] = true
 	return now, true
 }
@@ -317,7 +317,7 @@ func (ck *checker) checkContainer(ctx context.Context, r *roundLog, c *engine.Co
 				r.fail(id, "after the restart: %v", err)
 				return nil, false
 			}
-			got = itemState{present: true, w: w, ts: it.TS, etag: it.ETag}
+			got = itemState{Present: true, W: w, TS: it.TS, ETag: it.ETag}
 			read[id] = it
 		}
 		found[id] = got
@@ -368,21 +368,21 @@ func (ck *checker) checkContainer(ctx context.Context, r *roundLog, c *engine.Co
 // describeMismatch says how found differs from every allowed state.
 func describeMismatch(cont, id string, found itemState, cands []candidate, h policy.History, now int64) string {
 	what := "an acknowledged write was lost"
-	if found.present {
+	if found.Present {
 		what = "an item is in no allowed state"
 		known, live := false, false
 		for _, c := range cands {
-			known = known || (c.st.present && c.st.w == found.w)
-			if c.st.present {
-				ts := c.st.ts
+			known = known || (c.st.Present && c.st.W == found.W)
+			if c.st.Present {
+				ts := c.st.TS
 				if c.tsUnknown {
 					ts = c.tsHi
 				}
-				live = live || h.ExpiresAt(ts, ttlOf(c.st.w)) > now
+				live = live || h.ExpiresAt(ts, ttlOf(c.st.W)) > now
 			}
 		}
 		switch {
-		case known && found.expiresAt(h) <= now:
+		case known && found.ExpiresAt(h, ttlOf(found.W)) <= now:
 			what = "an expired item came back"
 		case !known && live:
 			what = "an acknowledged write was lost (an older version is visible)"
@@ -392,14 +392,14 @@ func describeMismatch(cont, id string, found itemState, cands []candidate, h pol
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: item %q in %s after the restart (engine now %d) is %s", what, id, cont, now, found)
-	if found.present {
-		fmt.Fprintf(&b, " (expires at %s)", fmtInstant([]int64{found.expiresAt(h)}))
+	if found.Present {
+		fmt.Fprintf(&b, " (expires at %s)", fmtInstant([]int64{found.ExpiresAt(h, ttlOf(found.W))}))
 	}
 	b.WriteString("; allowed:")
 	for _, c := range cands {
 		fmt.Fprintf(&b, "\n\t  %s", c)
-		if c.st.present && !c.tsUnknown {
-			fmt.Fprintf(&b, ", expires at %s", fmtInstant([]int64{c.st.expiresAt(h)}))
+		if c.st.Present && !c.tsUnknown {
+			fmt.Fprintf(&b, ", expires at %s", fmtInstant([]int64{c.st.ExpiresAt(h, ttlOf(c.st.W))}))
 		}
 	}
 	return b.String()

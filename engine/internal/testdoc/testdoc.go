@@ -10,6 +10,8 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/ebbdb/ebb/policy"
 )
 
 // Hash is the FNV-1a hash of s, from which a tag's document and ttl derive.
@@ -41,4 +43,41 @@ func Doc(id, w string, ttl int32) []byte {
 	}
 	b.WriteString("}")
 	return []byte(b.String())
+}
+
+// State is what a crash test knows an item to be: absent, or the version
+// that write W stored at TS with ETag (ETag "" when the test does not know
+// it, as for a write in flight at a crash). It is the one item model of the
+// crash loop (engine/crashloop) and the engine's crash and damage tests.
+type State struct {
+	Present bool
+	W       string
+	TS      int64
+	ETag    string
+}
+
+func (s State) String() string {
+	if !s.Present {
+		return "absent"
+	}
+	e := s.ETag
+	if e == "" {
+		e = "?"
+	}
+	return fmt.Sprintf("%s@%d etag %s", s.W, s.TS, e)
+}
+
+// ExpiresAt is the first instant at which s is invisible under the
+// container's DefaultTTL history h, its document's ttl being itemTTL (0 when
+// absent); 0 when s is absent.
+func (s State) ExpiresAt(h policy.History, itemTTL int32) int64 {
+	if !s.Present {
+		return 0
+	}
+	return h.ExpiresAt(s.TS, itemTTL)
+}
+
+// Visible reports whether s is visible at now.
+func (s State) Visible(h policy.History, itemTTL int32, now int64) bool {
+	return s.Present && s.ExpiresAt(h, itemTTL) > now
 }

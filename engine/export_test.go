@@ -1,0 +1,92 @@
+package engine
+
+// Hooks for the black-box tests of package engine_test: the few things
+// they need that the public API does not give. Each is a small function or
+// name, so that a change to DB's or Container's fields touches this file
+// only.
+
+import (
+	"context"
+
+	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/index"
+)
+
+// Names of the files and directories in a database directory.
+const (
+	JournalDir   = journalDir
+	SegmentDir   = segmentDir
+	BrokenDir    = brokenDir
+	ManifestName = manifestName
+	ClockName    = clockName
+)
+
+// Manifest is the decoded MANIFEST.
+type Manifest = manifest
+
+// ReadManifest reads dir's MANIFEST; WriteManifest replaces it.
+var (
+	ReadManifest  = readManifest
+	WriteManifest = writeManifest
+)
+
+// ETagOf is the _etag of the write with journal sequence number seq.
+var ETagOf = etagOf
+
+// ClockFileHigh is the high mark dir's CLOCK file holds (0 without one).
+func ClockFileHigh(dir string) int64 { return readClockFile(dir).high }
+
+// Now is the engine's now: the instant reads are answered at.
+func Now(db *DB) int64 { return db.clock.now() }
+
+// HighestNow is the highest now the engine has handed out.
+func HighestNow(db *DB) int64 { return db.clock.highest() }
+
+// PersistClock writes the CLOCK file, as the sealer does every second.
+func PersistClock(db *DB) error { return db.persistClock() }
+
+// JournalRepair is what Open repaired of the journal's tail, or nil.
+func JournalRepair(db *DB) *journal.RepairInfo { return db.jnl.Repair() }
+
+// JournalNextSeq is the sequence number the next write will get.
+func JournalNextSeq(db *DB) uint64 { return db.jnl.NextSeq() }
+
+// HoldSeals keeps seals and compactions from changing files until release
+// is called.
+func HoldSeals(db *DB) (release func()) {
+	db.sealMu.Lock()
+	return db.sealMu.Unlock
+}
+
+// SealNow seals every container's memtable now, as the sealer does.
+func SealNow(ctx context.Context, db *DB) error {
+	db.sealMu.Lock()
+	defer db.sealMu.Unlock()
+	return db.sealNowLocked(ctx)
+}
+
+// IndexBuilt reports whether c's index has caught up with its writes.
+func IndexBuilt(c *Container) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return !c.indexLaggingLocked()
+}
+
+// ItemLoc is where c's index places item id.
+func ItemLoc(c *Container, id string) (index.Loc, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s, ok := c.idx.Get(id)
+	return s.Loc, ok
+}
+
+// SegmentNums lists the numbers of c's segment files.
+func SegmentNums(c *Container) []uint32 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	nums := make([]uint32, 0, len(c.files))
+	for n := range c.files {
+		nums = append(nums, n)
+	}
+	return nums
+}
