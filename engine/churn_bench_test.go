@@ -55,6 +55,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 )
 
 const (
@@ -574,8 +576,8 @@ func runChurn(t *testing.T, cfg churnConfig, mode, prefix string) *churnResult {
 		took := time.Since(t0)
 		s := churnSample{t: now.Sub(start).Seconds(), m: m, metricsTook: took, load1: load1()}
 		s.dir, _ = dirBytes(dir)
-		s.jnl, s.jfiles = dirBytes(filepath.Join(dir, journalDir))
-		ents, _ := os.ReadDir(filepath.Join(dir, segmentDir))
+		s.jnl, s.jfiles = dirBytes(filepath.Join(dir, dbfile.JournalDir))
+		ents, _ := os.ReadDir(filepath.Join(dir, dbfile.SegmentDir))
 		for _, e := range ents {
 			if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
 				s.segs++

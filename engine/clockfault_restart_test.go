@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 )
 
 // checkGone checks, right after an Open whose engine's now is got, that it
@@ -59,7 +61,7 @@ func (r *cfRun) restart(ctx context.Context, now int64) {
 	if m.Clock != now {
 		t.Errorf("after Close the MANIFEST's clock is %d, want the high mark %d", m.Clock, now)
 	}
-	if c := readClockFile(r.dir).high; c > now {
+	if c := dbfile.ReadClockFile(r.dir).High; c > now {
 		t.Errorf("after Close the CLOCK file says %d, above the high mark %d", c, now)
 	}
 	r.setWall(now - 10*3600)
@@ -94,7 +96,7 @@ func durableClock(dir string) (manifestClock, clockFile int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	return m.Clock, readClockFile(dir).high, nil
+	return m.Clock, dbfile.ReadClockFile(dir).High, nil
 }
 
 // crash copies the open DB's directory, as a kill would leave it, closes

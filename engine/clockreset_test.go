@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 // crDefaultTTL is the container's DefaultTTL. Its policy history starts
@@ -160,10 +162,10 @@ func (r *crRun) reset() {
 	if res.From != from || res.To != to {
 		r.fatalf("ResetClock at wall %d with the clock at %d = %+v, want from %d to %d", w, from, res, from, to)
 	}
-	if rep, err := InspectWithOptions(r.dir, &InspectOptions{Clock: r.clk.Now}); err != nil || rep.Now != to {
+	if rep, err := tool.InspectWithOptions(r.dir, &tool.InspectOptions{Clock: r.clk.Now}); err != nil || rep.Now != to {
 		r.fatalf("Inspect after the reset: now %v (%v), want %d", rep, err, to)
 	}
-	if rep, err := Verify(r.dir); err != nil || !rep.Clean() {
+	if rep, err := tool.Verify(r.dir); err != nil || !rep.Clean() {
 		r.fatalf("Verify after the reset: %v %+v", err, rep)
 	}
 	r.h, r.x = to, w

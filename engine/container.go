@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
@@ -430,10 +431,10 @@ func (c *Container) notFound() error {
 }
 
 // meta is the container's manifest entry; db.mu is held.
-func (c *Container) meta() containerMeta {
+func (c *Container) meta() dbfile.ContainerMeta {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	m := containerMeta{Num: c.num, ID: c.id, Indexing: c.props.Indexing, History: fromHistory(c.history),
+	m := dbfile.ContainerMeta{Num: c.num, ID: c.id, Indexing: uint8(c.props.Indexing), History: dbfile.FromHistory(c.history),
 		Included: c.props.IncludedPaths, Excluded: c.props.ExcludedPaths}
 	for n, f := range c.files {
 		m.Files = append(m.Files, n)

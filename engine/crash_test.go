@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/internal/testdoc"
 	"github.com/ebbdb/ebb/engine/journal"
 )
@@ -380,7 +381,7 @@ func ckPLInflict(t *testing.T, dir string, kind string, rng *rand.Rand) ckPLDama
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := journal.Files(filepath.Join(dir, journalDir))
+	files, err := journal.Files(filepath.Join(dir, dbfile.JournalDir))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("journal files: %v %v", files, err)
 	}
@@ -533,7 +534,7 @@ func TestCrashPowerLoss(t *testing.T) {
 
 		// The power cut.
 		kind := kinds[it%len(kinds)]
-		brokenBefore := ckListDir(t, filepath.Join(dir, brokenDir))
+		brokenBefore := ckListDir(t, filepath.Join(dir, dbfile.BrokenDir))
 		d := ckPLInflict(t, dir, kind, rng)
 		counts[d.kind]++
 
@@ -548,7 +549,7 @@ func TestCrashPowerLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep := db.jnl.Repair()
-		brokenAfter := ckListDir(t, filepath.Join(dir, brokenDir))
+		brokenAfter := ckListDir(t, filepath.Join(dir, dbfile.BrokenDir))
 		switch {
 		case d.repair && rep == nil:
 			t.Errorf("iteration %d: %s: Open reported no repair", it, d.kind)
@@ -559,8 +560,8 @@ func TestCrashPowerLoss(t *testing.T) {
 				t.Errorf("iteration %d: %s: broken/ holds %v, was %v: want one new copy", it, d.kind, brokenAfter, brokenBefore)
 			} else if b, err := os.ReadFile(rep.Copy); err != nil || !bytes.Equal(b, d.damaged[d.size:]) {
 				t.Errorf("iteration %d: broken copy %s (err %v) is not the cut bytes of the damaged file", it, rep.Copy, err)
-			} else if filepath.Dir(rep.Copy) != filepath.Join(dir, brokenDir) {
-				t.Errorf("broken copy at %s, want under %s", rep.Copy, filepath.Join(dir, brokenDir))
+			} else if filepath.Dir(rep.Copy) != filepath.Join(dir, dbfile.BrokenDir) {
+				t.Errorf("broken copy at %s, want under %s", rep.Copy, filepath.Join(dir, dbfile.BrokenDir))
 			}
 			if rep.File != d.file || rep.Offset != d.size {
 				t.Errorf("iteration %d: %s: repair %+v, want file %s cut at %d", it, d.kind, rep, d.file, d.size)

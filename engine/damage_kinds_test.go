@@ -37,7 +37,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 // dkWrite is one acknowledged write of the fixture: its journal seq and the
@@ -145,7 +147,7 @@ func dkBuild(t *testing.T) *dkFixture {
 	// End with several entries in the journal's last file, so that damage
 	// to it has entries to hit.
 	for i := 0; ; i++ {
-		paths, err := journal.Files(filepath.Join(fx.dir, journalDir))
+		paths, err := journal.Files(filepath.Join(fx.dir, dbfile.JournalDir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,10 +172,10 @@ func dkBuild(t *testing.T) *dkFixture {
 		ckVerify(t, c, dmgClock, ckExact(final[cid], fx.universe[cid]))
 	}
 	db.Close()
-	if readClockFile(fx.dir).high != dmgClock {
-		t.Fatalf("fixture: the CLOCK file says %d, want %d", readClockFile(fx.dir).high, dmgClock)
+	if dbfile.ReadClockFile(fx.dir).High != dmgClock {
+		t.Fatalf("fixture: the CLOCK file says %d, want %d", dbfile.ReadClockFile(fx.dir).High, dmgClock)
 	}
-	if rep, err := Verify(fx.dir); err != nil || !rep.Clean() {
+	if rep, err := tool.Verify(fx.dir); err != nil || !rep.Clean() {
 		t.Fatalf("Verify of the pristine database: %v %+v", err, rep)
 	}
 	if t.Failed() {
@@ -204,26 +206,26 @@ var dkTargets = []dkTarget{
 		return fs[rng.IntN(len(fs)-1)]
 	}},
 	{"segment file", func(t *testing.T, dir string, rng *rand.Rand) string {
-		ents, err := os.ReadDir(filepath.Join(dir, segmentDir))
+		ents, err := os.ReadDir(filepath.Join(dir, dbfile.SegmentDir))
 		if err != nil || len(ents) == 0 {
 			t.Fatalf("segment files: %v %v", ents, err)
 		}
-		return filepath.Join(segmentDir, ents[rng.IntN(len(ents))].Name())
+		return filepath.Join(dbfile.SegmentDir, ents[rng.IntN(len(ents))].Name())
 	}},
-	{"MANIFEST", func(*testing.T, string, *rand.Rand) string { return manifestName }},
-	{"CLOCK", func(*testing.T, string, *rand.Rand) string { return clockName }},
+	{"MANIFEST", func(*testing.T, string, *rand.Rand) string { return dbfile.ManifestName }},
+	{"CLOCK", func(*testing.T, string, *rand.Rand) string { return dbfile.ClockName }},
 	{"LOCK", func(*testing.T, string, *rand.Rand) string { return "LOCK" }},
 }
 
 func dkJournalFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	paths, err := journal.Files(filepath.Join(dir, journalDir))
+	paths, err := journal.Files(filepath.Join(dir, dbfile.JournalDir))
 	if err != nil || len(paths) < 2 {
 		t.Fatalf("journal files: %v %v", paths, err)
 	}
 	out := make([]string, len(paths))
 	for i, p := range paths {
-		out[i] = filepath.Join(journalDir, filepath.Base(p))
+		out[i] = filepath.Join(dbfile.JournalDir, filepath.Base(p))
 	}
 	return out
 }
@@ -381,14 +383,14 @@ func dkCase(t *testing.T, fx *dkFixture, work string, tg dkTarget, dm dkDamage, 
 }
 
 // dkVerify runs Verify, failing the test on a panic or an error.
-func dkVerify(t *testing.T, dir, what string) (rep *VerifyReport) {
+func dkVerify(t *testing.T, dir, what string) (rep *tool.VerifyReport) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("%s: Verify panicked: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	rep, err := Verify(dir)
+	rep, err := tool.Verify(dir)
 	if err != nil {
 		t.Fatalf("%s: Verify: %v", what, err)
 	}
@@ -396,7 +398,7 @@ func dkVerify(t *testing.T, dir, what string) (rep *VerifyReport) {
 }
 
 // dkCheckReport checks that Verify named the damaged file.
-func dkCheckReport(t *testing.T, rep *VerifyReport, target, rel string, out dkOutcome, what string) {
+func dkCheckReport(t *testing.T, rep *tool.VerifyReport, target, rel string, out dkOutcome, what string) {
 	t.Helper()
 	if target == "LOCK" {
 		if !rep.Clean() {
@@ -404,7 +406,7 @@ func dkCheckReport(t *testing.T, rep *VerifyReport, target, rel string, out dkOu
 		}
 		return
 	}
-	var named []Problem
+	var named []tool.Problem
 	for _, p := range rep.Problems {
 		if p.File == rel {
 			named = append(named, p)
@@ -427,7 +429,7 @@ func dkCheckReport(t *testing.T, rep *VerifyReport, target, rel string, out dkOu
 	if out == dkRepaired {
 		t.Errorf("%s: Open repaired a torn tail, but Verify reports it as damage: %v", what, named)
 	}
-	if strings.HasPrefix(rel, journalDir) || strings.HasPrefix(rel, segmentDir) {
+	if strings.HasPrefix(rel, dbfile.JournalDir) || strings.HasPrefix(rel, dbfile.SegmentDir) {
 		for _, p := range named {
 			if p.Offset >= 0 || p.Record != "" {
 				return

@@ -30,7 +30,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/tool"
 	"github.com/ebbdb/ebb/index"
 )
 
@@ -196,10 +198,10 @@ func dmgBuild(t *testing.T, comp Compression) *dmgFixture {
 		t.Fatal(err)
 	}
 	fx.journalFrom = m.JournalFrom
-	if rep, err := Verify(fx.dir); err != nil || !rep.Clean() {
+	if rep, err := tool.Verify(fx.dir); err != nil || !rep.Clean() {
 		t.Fatalf("Verify of the pristine database: %v %+v", err, rep)
 	}
-	jfiles, _ := journal.Files(filepath.Join(fx.dir, journalDir))
+	jfiles, _ := journal.Files(filepath.Join(fx.dir, dbfile.JournalDir))
 	if len(fx.owner) < 4 || len(jfiles) < 3 {
 		t.Fatalf("fixture too small: %d segment files, %d journal files", len(fx.owner), len(jfiles))
 	}
@@ -321,7 +323,7 @@ func dmgCheckVerify(t *testing.T, dir, what string) {
 			t.Fatalf("%s: Verify panicked: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	rep, err := Verify(dir)
+	rep, err := tool.Verify(dir)
 	if err == nil && rep.Clean() {
 		t.Errorf("%s: Verify reports no problem", what)
 	}
@@ -368,7 +370,7 @@ func TestDamageJournal(t *testing.T) {
 	fx := dmgBuild(t, CompressionZstd)
 	rng := dmgSeed(t)
 	work := filepath.Join(t.TempDir(), "db")
-	jfiles, err := journal.Files(filepath.Join(fx.dir, journalDir))
+	jfiles, err := journal.Files(filepath.Join(fx.dir, dbfile.JournalDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +417,7 @@ func TestDamageJournal(t *testing.T) {
 		off := s.entry.off + rng.Int64N(s.entry.end-s.entry.off)
 		mask := dmgBit(rng)
 		dir := dmgCopy(t, fx.dir, work)
-		path := filepath.Join(dir, journalDir, filepath.Base(s.file))
+		path := filepath.Join(dir, dbfile.JournalDir, filepath.Base(s.file))
 		dmgFlip(t, path, off, mask)
 		what := fmt.Sprintf("%s entry seq %d of %s: byte %d ^ %#02x", class, s.entry.seq, filepath.Base(s.file), off, mask)
 		counts[class]++
@@ -502,7 +504,7 @@ func dmgSegLayout(t *testing.T, path string) dmgLayout {
 }
 
 func dmgSegPath(dir string, num uint32) string {
-	return filepath.Join(dir, segmentDir, fmt.Sprintf("%08d.seg", num))
+	return filepath.Join(dir, dbfile.SegmentDir, fmt.Sprintf("%08d.seg", num))
 }
 
 // segNums returns the fixture's segment files in order.
@@ -796,7 +798,7 @@ func TestDamageManifest(t *testing.T) {
 	fx := dmgBuild(t, CompressionZstd)
 	rng := dmgSeed(t)
 	work := filepath.Join(t.TempDir(), "db")
-	orig, err := os.ReadFile(filepath.Join(fx.dir, manifestName))
+	orig, err := os.ReadFile(filepath.Join(fx.dir, dbfile.ManifestName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -809,7 +811,7 @@ func TestDamageManifest(t *testing.T) {
 	for off := 0; off < len(orig); off += step {
 		mask := dmgBit(rng)
 		dir := dmgCopy(t, fx.dir, work)
-		dmgFlip(t, filepath.Join(dir, manifestName), int64(off), mask)
+		dmgFlip(t, filepath.Join(dir, dbfile.ManifestName), int64(off), mask)
 		what := fmt.Sprintf("MANIFEST byte %d of %d ^ %#02x", off, len(orig), mask)
 		dmgMustRefuse(t, dir, fx.compression, what)
 		if off%16 == 0 {
@@ -822,7 +824,7 @@ func TestDamageManifest(t *testing.T) {
 	}
 	for _, n := range []int{0, 1, 8, 19, 20, 21, len(orig) / 2, len(orig) - 1} {
 		dir := dmgCopy(t, fx.dir, work)
-		if err := os.Truncate(filepath.Join(dir, manifestName), int64(n)); err != nil {
+		if err := os.Truncate(filepath.Join(dir, dbfile.ManifestName), int64(n)); err != nil {
 			t.Fatal(err)
 		}
 		dmgMustRefuse(t, dir, fx.compression, fmt.Sprintf("MANIFEST cut to %d of %d bytes", n, len(orig)))
@@ -839,18 +841,18 @@ func TestDamageManifestMissing(t *testing.T) {
 	work := filepath.Join(t.TempDir(), "db")
 	for _, variant := range []string{"all data", "journal only", "segments only"} {
 		dir := dmgCopy(t, fx.dir, work)
-		if err := os.Remove(filepath.Join(dir, manifestName)); err != nil {
+		if err := os.Remove(filepath.Join(dir, dbfile.ManifestName)); err != nil {
 			t.Fatal(err)
 		}
 		switch variant {
 		case "journal only":
-			os.RemoveAll(filepath.Join(dir, segmentDir))
-			os.Mkdir(filepath.Join(dir, segmentDir), 0o755)
+			os.RemoveAll(filepath.Join(dir, dbfile.SegmentDir))
+			os.Mkdir(filepath.Join(dir, dbfile.SegmentDir), 0o755)
 		case "segments only":
-			os.RemoveAll(filepath.Join(dir, journalDir))
+			os.RemoveAll(filepath.Join(dir, dbfile.JournalDir))
 		}
 		dmgMustRefuse(t, dir, fx.compression, "MANIFEST missing, "+variant)
-		if _, err := os.Stat(filepath.Join(dir, manifestName)); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, dbfile.ManifestName)); err == nil {
 			t.Errorf("MANIFEST missing, %s: the refused Open wrote a MANIFEST", variant)
 		}
 	}
@@ -863,7 +865,7 @@ func TestDamageClockFile(t *testing.T) {
 	work := filepath.Join(t.TempDir(), "db")
 	for _, content := range [][]byte{nil, []byte("x"), bytes.Repeat([]byte{0xff}, 12), make([]byte, 12)} {
 		dir := dmgCopy(t, fx.dir, work)
-		if err := os.WriteFile(filepath.Join(dir, clockName), content, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, dbfile.ClockName), content, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		db, err := dmgOpen(t, dir, fx.compression)
@@ -903,7 +905,7 @@ func TestDamageRefusedOpenReleasesFiles(t *testing.T) {
 	}
 	fx := dmgBuild(t, CompressionZstd)
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	jfiles, _ := journal.Files(filepath.Join(fx.dir, journalDir))
+	jfiles, _ := journal.Files(filepath.Join(fx.dir, dbfile.JournalDir))
 	es, _ := ckPLEntries(t, jfiles[len(jfiles)-2])
 	num := fx.segNums()[len(fx.segNums())-1]
 	l := dmgSegLayout(t, dmgSegPath(fx.dir, num))
@@ -911,11 +913,11 @@ func TestDamageRefusedOpenReleasesFiles(t *testing.T) {
 		what   string
 		damage func(dir string)
 	}{
-		{"MANIFEST flipped", func(dir string) { dmgFlip(t, filepath.Join(dir, manifestName), 30, 1) }},
+		{"MANIFEST flipped", func(dir string) { dmgFlip(t, filepath.Join(dir, dbfile.ManifestName), 30, 1) }},
 		{"last segment file's index flipped", func(dir string) { dmgFlip(t, dmgSegPath(dir, num), l.indexOff+20, 1) }},
 		{"journal entry needed by replay flipped", func(dir string) {
 			e := es[len(es)/2]
-			dmgFlip(t, filepath.Join(dir, journalDir, filepath.Base(jfiles[len(jfiles)-2])), e.end-3, 1)
+			dmgFlip(t, filepath.Join(dir, dbfile.JournalDir, filepath.Base(jfiles[len(jfiles)-2])), e.end-3, 1)
 		}},
 	}
 	for i, tc := range cases {
@@ -976,7 +978,7 @@ func TestLockInProcess(t *testing.T) {
 	db.Close()
 
 	// An Open that fails (here: a damaged MANIFEST) releases the lock.
-	path := filepath.Join(dir, manifestName)
+	path := filepath.Join(dir, dbfile.ManifestName)
 	orig, _ := os.ReadFile(path)
 	dmgFlip(t, path, int64(len(orig)-1), 0x10)
 	if _, err := Open(dir, &Options{Clock: clk.Now}); !errors.Is(err, ErrCorrupt) {

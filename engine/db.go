@@ -10,17 +10,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
-)
-
-// Folder and file names inside a database directory.
-const (
-	journalDir = "journal" // tidwall/wal's files, with ebb's framing
-	segmentDir = "seg"     // sealed segment files, NNNNNNNN.seg
-	brokenDir  = "broken"  // copies of damaged files that open repaired
 )
 
 // DB is an open ebb database: a directory of containers. It is safe for
@@ -115,7 +109,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err := checkOpenDir(o.FS, dir); err != nil {
 		return nil, err
 	}
-	if err := o.FS.MkdirAll(filepath.Join(dir, segmentDir), 0o755); err != nil {
+	if err := o.FS.MkdirAll(filepath.Join(dir, dbfile.SegmentDir), 0o755); err != nil {
 		return nil, fmt.Errorf("ebb: create %s: %w", dir, err)
 	}
 	lock, err := lockDir(o.FS, dir)
@@ -368,11 +362,11 @@ func (db *DB) saveManifestLocked() error {
 // edits; db.mu and manMu are held.
 func (db *DB) rewriteManifestLocked() error {
 	m := db.manifestLocked()
-	b, err := encodeManifest(m)
+	b, err := dbfile.EncodeManifest(m)
 	if err != nil {
 		return fmt.Errorf("ebb: encode manifest: %w", err)
 	}
-	if err := writeFileAtomic(db.fs, db.dir, manifestName, b); err != nil {
+	if err := writeFileAtomic(db.fs, db.dir, dbfile.ManifestName, b); err != nil {
 		// The rename may have happened without being durable: append
 		// nothing to this file until a rewrite succeeds.
 		db.manLog.rewrite = true
@@ -385,8 +379,8 @@ func (db *DB) rewriteManifestLocked() error {
 
 // manifestLocked is the manifest of the current state; db.mu and manMu
 // are held.
-func (db *DB) manifestLocked() *manifest {
-	m := &manifest{
+func (db *DB) manifestLocked() *dbfile.Manifest {
+	m := &dbfile.Manifest{
 		NextFile:      db.nextFile,
 		NextContainer: db.nextContainer,
 		JournalFrom:   db.journalFrom,
@@ -404,7 +398,7 @@ func (db *DB) manifestLocked() *manifest {
 }
 
 func (db *DB) segmentPath(num uint32) string {
-	return filepath.Join(db.dir, segmentDir, segmentFileName(num))
+	return filepath.Join(db.dir, dbfile.SegmentDir, dbfile.SegmentFileName(num))
 }
 
 // allocFile reserves a segment file number.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/vfs"
 )
 
@@ -70,7 +71,7 @@ func mdBuild(t *testing.T) (string, []int) {
 	if db, err = Open(dir, dmgOptions(CompressionZstd)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, manifestName)
+	path := filepath.Join(dir, dbfile.ManifestName)
 	var offs []int
 	for _, e := range mdEdits[1:] {
 		st, err := os.Stat(path)
@@ -140,11 +141,11 @@ func TestDamageManifestEdits(t *testing.T) {
 	for off := offs[0]; off < offs[len(offs)-1]; off += step {
 		dir := dmgCopy(t, pristine, work)
 		mask := dmgBit(rng)
-		dmgFlip(t, filepath.Join(dir, manifestName), int64(off), mask)
+		dmgFlip(t, filepath.Join(dir, dbfile.ManifestName), int64(off), mask)
 		what := fmt.Sprintf("MANIFEST byte %d ^ %#02x (edits at %v)", off, mask, offs)
 		if off >= offs[last] {
 			mdCheck(t, dir, last, what)
-			ents, err := os.ReadDir(filepath.Join(dir, brokenDir))
+			ents, err := os.ReadDir(filepath.Join(dir, dbfile.BrokenDir))
 			if err != nil || len(ents) != 1 {
 				t.Fatalf("%s: broken/ holds %v (%v), want the one copy of the MANIFEST", what, ents, err)
 			}
@@ -159,7 +160,7 @@ func TestDamageManifestEdits(t *testing.T) {
 	for k := 0; k+1 < len(offs); k++ {
 		for _, cut := range []int{offs[k], offs[k] + 1, offs[k] + 7, offs[k] + 8, (offs[k] + offs[k+1]) / 2, offs[k+1] - 1} {
 			dir := dmgCopy(t, pristine, work)
-			if err := os.Truncate(filepath.Join(dir, manifestName), int64(cut)); err != nil {
+			if err := os.Truncate(filepath.Join(dir, dbfile.ManifestName), int64(cut)); err != nil {
 				t.Fatal(err)
 			}
 			mdCheck(t, dir, k, fmt.Sprintf("MANIFEST cut to %d bytes (edits at %v)", cut, offs))
@@ -168,7 +169,7 @@ func TestDamageManifestEdits(t *testing.T) {
 	// Zeros after the last edit (a file that grew but whose data never
 	// came) are a torn tail too.
 	dir := dmgCopy(t, pristine, work)
-	f, err := os.OpenFile(filepath.Join(dir, manifestName), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(filepath.Join(dir, dbfile.ManifestName), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,10 +196,10 @@ func TestManifestOldFormatOpens(t *testing.T) {
 	if err := writeManifest(vfs.OS, dir, m); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := os.ReadFile(filepath.Join(dir, manifestName))
+	before, _ := os.ReadFile(filepath.Join(dir, dbfile.ManifestName))
 	db = openTest(t, dir, clk)
 	mustCreateContainer(t, db, ContainerProperties{ID: "b"})
-	after, _ := os.ReadFile(filepath.Join(dir, manifestName))
+	after, _ := os.ReadFile(filepath.Join(dir, dbfile.ManifestName))
 	if len(after) <= len(before) || string(after[:len(before)]) != string(before) {
 		t.Fatalf("the create rewrote the MANIFEST (%d -> %d bytes) instead of appending an edit", len(before), len(after))
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/vfs"
 )
 
@@ -104,14 +105,14 @@ func (f *manCountFS) count(fn func(c *manCounts, onLoop bool)) {
 
 func (f *manCountFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
 	file, err := f.FS.OpenFile(name, flag, perm)
-	if err != nil || !strings.Contains(name, manifestName) {
+	if err != nil || !strings.Contains(name, dbfile.ManifestName) {
 		return file, err
 	}
 	return &manCountFile{File: file, fs: f}, nil
 }
 
 func (f *manCountFS) Rename(oldname, newname string) error {
-	if strings.Contains(newname, manifestName) {
+	if strings.Contains(newname, dbfile.ManifestName) {
 		f.count(func(c *manCounts, onLoop bool) {
 			c.renames++
 			if onLoop {

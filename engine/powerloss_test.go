@@ -39,6 +39,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/vfs"
 )
 
@@ -383,7 +384,7 @@ func (w *plWorld) check(r int, c *Container, ops [][]plOp, noSync bool) {
 			if m, err := readManifest(w.dir); err == nil {
 				t.Logf("manifest: journal from %d, files %+v", m.JournalFrom, m.Containers[0].Files)
 			}
-			for _, sub := range []string{segmentDir, journalDir} {
+			for _, sub := range []string{dbfile.SegmentDir, dbfile.JournalDir} {
 				ents, _ := os.ReadDir(filepath.Join(w.dir, sub))
 				for _, e := range ents {
 					info, _ := e.Info()

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 )
 
 // scaleDocSize is the size of the documents TestScale writes.
@@ -225,8 +227,8 @@ func scaleOne(t *testing.T, n, idLen int, base int64) scaleRow {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	segs, _ := dirBytes(filepath.Join(dir, segmentDir))
-	jnl, _ := dirBytes(filepath.Join(dir, journalDir))
+	segs, _ := dirBytes(filepath.Join(dir, dbfile.SegmentDir))
+	jnl, _ := dirBytes(filepath.Join(dir, dbfile.JournalDir))
 	row.diskAfterLoad = segs + jnl
 	t.Logf("%d items loaded at %.0f items/s (CPU %v): segments %.1f MB, journal %.1f MB",
 		n, row.loadRate, row.loadCPU.Round(time.Millisecond), float64(segs)/1e6, float64(jnl)/1e6)
@@ -258,8 +260,8 @@ func scaleOne(t *testing.T, n, idLen int, base int64) scaleRow {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	segs, _ = dirBytes(filepath.Join(dir, segmentDir))
-	jnl, _ = dirBytes(filepath.Join(dir, journalDir))
+	segs, _ = dirBytes(filepath.Join(dir, dbfile.SegmentDir))
+	jnl, _ = dirBytes(filepath.Join(dir, dbfile.JournalDir))
 	row.diskCompacted = segs + jnl
 	t.Logf("%d items compacted in %v (CPU %v): segments %.1f MB, journal %.1f MB",
 		n, row.compactTime.Round(time.Millisecond), row.compactCPU.Round(time.Millisecond), float64(segs)/1e6, float64(jnl)/1e6)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebbdb/ebb/compactor"
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/index"
@@ -293,7 +294,7 @@ func (c *Container) sealFrozen() (bool, error) {
 		}
 		made = append(made, f)
 	}
-	if err := db.syncDir(filepath.Join(db.dir, segmentDir)); err != nil {
+	if err := db.syncDir(filepath.Join(db.dir, dbfile.SegmentDir)); err != nil {
 		return fail(err)
 	}
 
