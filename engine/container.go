@@ -122,7 +122,7 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		// The manifest is written before the new policy takes effect, so a
 		// failed write changes nothing that anyone can see.
 		c.db.mu.RLock()
-		err := c.db.logEdit([]*Container{c}, nil)
+		err := c.db.logEditLocked([]*Container{c}, nil)
 		c.db.mu.RUnlock()
 		if err != nil {
 			c.mu.Lock()
@@ -411,8 +411,8 @@ func (c *Container) refileLocked(now int64) {
 	c.nextDue.Store(c.idx.NextDue())
 }
 
-// noteExpiry lowers nextDue to an item's expiry just filed; c.mu is held.
-func (c *Container) noteExpiry(expire int64) {
+// noteExpiryLocked lowers nextDue to an item's expiry just filed; c.mu is held.
+func (c *Container) noteExpiryLocked(expire int64) {
 	if expire < c.nextDue.Load() {
 		c.nextDue.Store(expire)
 	}
@@ -430,8 +430,8 @@ func (c *Container) notFound() error {
 	return fmt.Errorf("%w: container %q was deleted", ErrNotFound, c.id)
 }
 
-// meta is the container's manifest entry; db.mu is held.
-func (c *Container) meta() dbfile.ContainerMeta {
+// metaLocked is the container's manifest entry; db.mu is held.
+func (c *Container) metaLocked() dbfile.ContainerMeta {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	m := dbfile.ContainerMeta{Num: c.num, ID: c.id, Indexing: uint8(c.props.Indexing), History: dbfile.FromHistory(c.history),

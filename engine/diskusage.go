@@ -84,8 +84,8 @@ func (db *DB) openSharedBytes() int64 {
 func (db *DB) sharedDiskBytes(num uint32) int64 {
 	total := db.openSharedBytes()
 	db.mu.RLock()
-	n, rank := len(db.byNum), 0
-	for k := range db.byNum {
+	n, rank := len(db.mu.byNum), 0
+	for k := range db.mu.byNum {
 		if k < num {
 			rank++
 		}

@@ -497,9 +497,9 @@ func testFaultManifest(t *testing.T) {
 				inject := func() {
 					switch op {
 					case vfs.OpRename:
-						e.db.manMu.Lock()
-						e.db.manLog.rewrite = true
-						e.db.manMu.Unlock()
+						e.db.man.Lock()
+						e.db.man.log.rewrite = true
+						e.db.man.Unlock()
 					case vfs.OpTruncate:
 						e.fs.Inject(vfs.Rule{Op: vfs.OpSync, Path: "MANIFEST", Err: cause, Count: 1})
 					}

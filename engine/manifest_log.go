@@ -78,7 +78,7 @@ func keepManifestCopy(fsys vfs.FS, dir string, cut []byte) (string, error) {
 }
 
 // manifestLog is the DB's state of the MANIFEST's edit log, guarded by
-// DB.manMu.
+// DB.man.
 type manifestLog struct {
 	size     int64 // the file's size; 0 when not known yet
 	snap     int64 // the size of its snapshot part
@@ -98,22 +98,22 @@ func (l *manifestLog) rewrote(n int64) {
 	l.rewrites++
 }
 
-// logEdit makes a metadata change durable: the containers put (their whole
+// logEditLocked makes a metadata change durable: the containers put (their whole
 // current entry) and the container numbers deleted, with the counters.
-// db.mu is held; manMu is not. It appends one edit and fsyncs, with a cost
+// db.mu is held; db.man is not. It appends one edit and fsyncs, with a cost
 // that does not depend on how many containers there are; after a failed
 // append, or when the tail of the file is in doubt, it rewrites the whole
 // MANIFEST instead. On failure nothing of the change is durable, whatever
 // the file holds.
-func (db *DB) logEdit(put []*Container, del []uint32) error {
-	return db.logEditFrom(put, del, 0)
+func (db *DB) logEditLocked(put []*Container, del []uint32) error {
+	return db.logEditFromLocked(put, del, 0)
 }
 
-// logEditFrom is logEdit that also moves the journal's replay start to
+// logEditFromLocked is logEditLocked that also moves the journal's replay start to
 // journalFrom (0: leaves it). A seal uses it, with put holding every
 // container it wrote files for: once the edit is durable, those files hold
 // what the journal no longer needs to replay.
-func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) error {
+func (db *DB) logEditFromLocked(put []*Container, del []uint32, journalFrom uint64) error {
 	if len(put) > 0 {
 		// A container's entry names its files as they are now, perhaps
 		// just after a compaction dropped records that journal entries
@@ -123,23 +123,23 @@ func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) er
 			return err
 		}
 	}
-	db.manMu.Lock()
-	defer db.manMu.Unlock()
+	db.man.Lock()
+	defer db.man.Unlock()
 	path := filepath.Join(db.dir, dbfile.ManifestName)
-	if db.manLog.size == 0 && !db.manLog.rewrite {
+	if db.man.log.size == 0 && !db.man.log.rewrite {
 		// The first change since Open: the file is as Open left it.
 		st, err := db.fs.Stat(path)
 		if err != nil {
 			return fmt.Errorf("ebb: write manifest: %w", err)
 		}
-		db.manLog.size, db.manLog.snap = st.Size(), st.Size()
+		db.man.log.size, db.man.log.snap = st.Size(), st.Size()
 	}
-	if db.manLog.rewrite {
+	if db.man.log.rewrite {
 		return db.rewriteManifestLocked()
 	}
 	e := &dbfile.ManifestEdit{
-		NextFile:      db.nextFile,
-		NextContainer: db.nextContainer,
+		NextFile:      db.man.nextFile,
+		NextContainer: db.man.nextContainer,
 		Clock:         db.clock.highest(),
 		JournalFrom:   journalFrom, // 0 but for a seal: see manifestEdit
 		Del:           del,
@@ -148,7 +148,7 @@ func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) er
 		if c.isDeleted() {
 			continue // its deletion is logged: putting it back would undo it
 		}
-		e.Put = append(e.Put, c.meta())
+		e.Put = append(e.Put, c.metaLocked())
 	}
 	b, err := dbfile.AppendEdit(nil, e)
 	if err != nil {
@@ -166,20 +166,20 @@ func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) er
 		// Take the edit back, so the file again ends with the last
 		// acknowledged change; if even that fails, the next change
 		// rewrites the file whole before anything is appended to it.
-		if terr := f.Truncate(db.manLog.size); terr != nil || f.Sync() != nil {
-			db.manLog.rewrite = true
+		if terr := f.Truncate(db.man.log.size); terr != nil || f.Sync() != nil {
+			db.man.log.rewrite = true
 		}
 		f.Close()
 		return fmt.Errorf("ebb: write manifest: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		db.manLog.rewrite = true
+		db.man.log.rewrite = true
 		return fmt.Errorf("ebb: write manifest: %w", err)
 	}
-	db.manLog.size += int64(len(b))
-	db.manLog.edits++
-	if db.manLog.compacting {
-		db.manLog.pending = append(db.manLog.pending, b...)
+	db.man.log.size += int64(len(b))
+	db.man.log.edits++
+	if db.man.log.compacting {
+		db.man.log.pending = append(db.man.log.pending, b...)
 	}
 	db.notePersistedClock(e.Clock)
 	return nil
@@ -194,8 +194,8 @@ func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) er
 func (db *DB) saveContainer(c *Container) error {
 	db.mu.RLock()
 	var err error
-	if db.byNum[c.num] == c {
-		err = db.logEdit([]*Container{c}, nil)
+	if db.mu.byNum[c.num] == c {
+		err = db.logEditLocked([]*Container{c}, nil)
 	}
 	db.mu.RUnlock()
 	if err == nil {
@@ -216,18 +216,18 @@ func (db *DB) compactManifest() {
 		return
 	}
 	db.mu.RLock()
-	db.manMu.Lock()
-	l := &db.manLog
+	db.man.Lock()
+	l := &db.man.log
 	logBytes := l.size - l.snap
 	if l.compacting || l.rewrite || l.size == 0 || logBytes <= manifestLogMin || logBytes <= manifestLogFactor*l.snap {
-		db.manMu.Unlock()
+		db.man.Unlock()
 		db.mu.RUnlock()
 		return
 	}
 	m := db.manifestLocked()
 	gen := l.rewrites
 	l.compacting, l.pending = true, nil
-	db.manMu.Unlock()
+	db.man.Unlock()
 	db.mu.RUnlock()
 	if err := db.writeCompacted(m, gen); err != nil {
 		db.log.Warn("ebb: rewriting the MANIFEST failed; its edit log is kept", "err", err)
@@ -262,9 +262,9 @@ func (db *DB) writeCompacted(m *dbfile.Manifest, gen int64) (err error) {
 	if err = f.Sync(); err != nil {
 		return err
 	}
-	db.manMu.Lock()
-	defer db.manMu.Unlock()
-	l := &db.manLog
+	db.man.Lock()
+	defer db.man.Unlock()
+	l := &db.man.log
 	defer func() { l.compacting, l.pending = false, nil }()
 	if l.rewrites != gen || l.rewrite || db.closed.Load() {
 		// A full rewrite came first (or the file's tail is in doubt and

@@ -28,7 +28,7 @@ func (db *DB) recover() error {
 	case err != nil:
 		return fmt.Errorf("ebb: open %s: %w", db.dir, err)
 	}
-	db.nextFile, db.nextContainer, db.journalFrom = m.NextFile, m.NextContainer, m.JournalFrom
+	db.man.nextFile, db.man.nextContainer, db.man.journalFrom = m.NextFile, m.NextContainer, m.JournalFrom
 	cf, damaged, err := dbfile.LoadClockFile(db.fs, db.dir)
 	if err != nil {
 		return err
@@ -56,8 +56,8 @@ func (db *DB) recover() error {
 		}
 		props := ContainerProperties{ID: cm.ID, DefaultTTL: h.Current(), Indexing: IndexingMode(cm.Indexing), IncludedPaths: cm.Included, ExcludedPaths: cm.Excluded}
 		c := newContainer(db, cm.Num, props, h)
-		db.containers[cm.ID] = c
-		db.byNum[cm.Num] = c
+		db.mu.containers[cm.ID] = c
+		db.mu.byNum[cm.Num] = c
 		for _, num := range cm.Files {
 			referenced[num] = true
 		}
@@ -96,7 +96,7 @@ func (db *DB) recover() error {
 		return err
 	}
 	now := db.clock.now()
-	for _, c := range db.byNum {
+	for _, c := range db.mu.byNum {
 		c.mu.Lock()
 		c.nextDue.Store(c.idx.NextDue())
 		c.advanceLocked(now)
