@@ -60,7 +60,7 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 		return nil
 	}
 	c.advanceLocked(now)
-	files := c.fileStats()
+	files := c.fileStatsLocked()
 	// Records that died in the memtable still hold journal space; a seal
 	// turns them into files that die whole.
 	memLive := c.idx.Usage(index.MemFile | c.mem.gen).Bytes
@@ -95,9 +95,9 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 	return nil
 }
 
-// fileStats describes the container's segment files for the picker; c.mu
+// fileStatsLocked describes the container's segment files for the picker; c.mu
 // is held.
-func (c *Container) fileStats() []compactor.FileStats {
+func (c *Container) fileStatsLocked() []compactor.FileStats {
 	out := make([]compactor.FileStats, 0, len(c.files))
 	for n, f := range c.files {
 		st := f.r.Stats()

@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 )
 
 // perfDocSize is the size of the documents written by the write and read
@@ -364,8 +366,8 @@ func BenchmarkRead(b *testing.B) {
 	if err := db.Close(); err != nil {
 		b.Fatal(err)
 	}
-	segBytes, segFiles := dirBytes(filepath.Join(dir, segmentDir))
-	jnlBytes, _ := dirBytes(filepath.Join(dir, journalDir))
+	segBytes, segFiles := dirBytes(filepath.Join(dir, dbfile.SegmentDir))
+	jnlBytes, _ := dirBytes(filepath.Join(dir, dbfile.JournalDir))
 	start = time.Now()
 	db, c = perfOpen(b, dir, &Options{SealThreshold: perfReadSeal})
 	openTime := time.Since(start)

@@ -1,18 +1,12 @@
 package engine
 
 import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"hash/crc32"
-	"io/fs"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/ebbdb/ebb/engine/vfs"
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 )
 
 // clock is the engine's notion of now, in whole unix seconds: the larger of
@@ -58,10 +52,6 @@ type anchor struct {
 	t  time.Time
 	at int64
 }
-
-// clockWarnBehind is how far behind the floor the wall clock must be found
-// for a warning: less is the ordinary jitter of a stepped clock.
-const clockWarnBehind = 5
 
 // clockWarnEvery rate-limits the warnings of a wall clock found behind, in
 // seconds of the engine's now.
@@ -133,7 +123,7 @@ func (c *clock) raise(n int64) int64 {
 // the wall clock w was found more than a few seconds behind now h; c.mu is
 // held.
 func (c *clock) warnBehindLocked(w, h int64) {
-	if h-w <= clockWarnBehind || c.warned && h < c.warnAt+clockWarnEvery {
+	if h-w <= dbfile.ClockWarnBehind || c.warned && h < c.warnAt+clockWarnEvery {
 		return
 	}
 	c.warned, c.warnAt = true, h
@@ -174,50 +164,6 @@ func (c *clock) resetTo(t int64) {
 	c.high.Store(t)
 }
 
-// The CLOCK file holds the clock's high mark between manifest writes. It is
-// written once a second when the mark moved, and at once before any answer
-// that relies on an item having expired later than the mark already
-// durable (observeExpiry), so a crash can lose observed time but never time
-// in which something was seen to expire.
-//
-// Its format is 8 bytes of unix seconds, little endian, then their crc32c
-// (12 bytes). After a ResetClock it also holds the reset's seq, the highest
-// record seq written before the reset, after the seconds and before the
-// crc32c of both (20 bytes): records up to that seq were stamped by the
-// clock the reset took back, so they no longer raise the floor at Open.
-const clockName = "CLOCK"
-
-// clockFile is what a CLOCK file holds.
-type clockFile struct {
-	high     int64
-	resetSeq uint64 // 0: no reset
-}
-
-func (f clockFile) encode() []byte {
-	b := make([]byte, 8, 20)
-	binary.LittleEndian.PutUint64(b, uint64(f.high))
-	if f.resetSeq != 0 {
-		b = binary.LittleEndian.AppendUint64(b, f.resetSeq)
-	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-}
-
-// decodeClockFile decodes a CLOCK file; ok is false when it is damaged.
-func decodeClockFile(b []byte) (f clockFile, ok bool) {
-	if len(b) != 12 && len(b) != 20 {
-		return clockFile{}, false
-	}
-	n := len(b) - 4
-	if crc32.Checksum(b[:n], castagnoli) != binary.LittleEndian.Uint32(b[n:]) {
-		return clockFile{}, false
-	}
-	f.high = int64(binary.LittleEndian.Uint64(b))
-	if n == 16 {
-		f.resetSeq = binary.LittleEndian.Uint64(b[8:])
-	}
-	return f, true
-}
-
 // raisesFloor reports whether a record of seq stamped ts raises the floor of
 // the clock at Open: not when a ResetClock took back the clock it was
 // stamped by.
@@ -236,8 +182,8 @@ func (db *DB) persistClock() error {
 
 // writeClockFileLocked writes h to the CLOCK file; db.clockMu is held.
 func (db *DB) writeClockFileLocked(h int64) error {
-	b := clockFile{high: h, resetSeq: db.clockResetSeq.Load()}.encode()
-	if err := writeFileAtomic(db.fs, db.dir, clockName, b); err != nil {
+	b := dbfile.ClockFile{High: h, ResetSeq: db.clockResetSeq.Load()}.Encode()
+	if err := writeFileAtomic(db.fs, db.dir, dbfile.ClockName, b); err != nil {
 		return err
 	}
 	db.clockInFile.Store(h)
@@ -271,32 +217,4 @@ func (db *DB) observeExpiry(t int64) {
 	if err := db.persistClock(); err != nil {
 		db.log.Warn("ebb: persist clock before answering with an expired item left out", "err", err)
 	}
-}
-
-// readClockFile returns dir's CLOCK file, or a zero one if there is none,
-// it is damaged or it cannot be read (the manifest and the records' _ts
-// still bound the clock from below). The offline tools use it.
-func readClockFile(dir string) clockFile {
-	f, _, _ := loadClockFile(vfs.OS, dir)
-	return f
-}
-
-// loadClockFile returns dir's CLOCK file, or a zero one if there is none or
-// it is damaged (damaged then holds its size, for Open's warning; -1
-// otherwise). An error reading it is returned: Open must not lower the
-// clock's floor because of a passing I/O error.
-func loadClockFile(fsys vfs.FS, dir string) (f clockFile, damaged int, err error) {
-	path := filepath.Join(dir, clockName)
-	b, err := fsys.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return clockFile{}, -1, nil
-	}
-	if err != nil {
-		return clockFile{}, -1, fmt.Errorf("ebb: read %s: %w", path, err)
-	}
-	f, ok := decodeClockFile(b)
-	if !ok {
-		return clockFile{}, len(b), nil
-	}
-	return f, -1, nil
 }

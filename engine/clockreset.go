@@ -74,7 +74,7 @@ func (db *DB) resetClock() (ClockReset, error) {
 	}
 	err := db.control(ctx, func(int64) error {
 		db.mu.RLock()
-		for _, c := range db.byNum {
+		for _, c := range db.mu.byNum {
 			c.mu.Lock()
 			c.history = policy.History{}.With(wall, c.props.DefaultTTL)
 			c.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 // resetDefaultTTL is the container's DefaultTTL. Its policy history starts
@@ -162,10 +163,10 @@ func (r *resetRun) reset() {
 	if res.From != from || res.To != to {
 		r.fatalf("ResetClock at wall %d with the clock at %d = %+v, want from %d to %d", w, from, res, from, to)
 	}
-	if rep, err := engine.InspectWithOptions(r.dir, &engine.InspectOptions{Clock: r.clk.Now}); err != nil || rep.Now != to {
+	if rep, err := tool.InspectWithOptions(r.dir, &tool.InspectOptions{Clock: r.clk.Now}); err != nil || rep.Now != to {
 		r.fatalf("Inspect after the reset: now %v (%v), want %d", rep, err, to)
 	}
-	if rep, err := engine.Verify(r.dir); err != nil || !rep.Clean() {
+	if rep, err := tool.Verify(r.dir); err != nil || !rep.Clean() {
 		r.fatalf("Verify after the reset: %v %+v", err, rep)
 	}
 	r.h, r.x = to, w

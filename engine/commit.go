@@ -270,7 +270,7 @@ func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
 	}
 	r.plain = slices.Grow(r.plain[:0], size)
 	for i, o := range r.ops {
-		if err := c.check(o, now); err != nil {
+		if err := c.checkLocked(o, now); err != nil {
 			if !errors.Is(err, ErrConflict) {
 				r.expired = max(r.expired, c.expiredAtLocked(o.id, now))
 			}
@@ -291,8 +291,8 @@ func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
 	return nil
 }
 
-// check applies the preconditions of one op; c.mu is held.
-func (c *Container) check(o op, now int64) error {
+// checkLocked applies the preconditions of one op; c.mu is held.
+func (c *Container) checkLocked(o op, now int64) error {
 	s, live := c.idx.Lookup(o.id, now)
 	switch {
 	case o.kind == opCreate && live:
@@ -338,5 +338,5 @@ func (c *Container) applyRecord(rec segment.Record, size int) {
 	loc := c.mem.nextLoc()
 	expire, replaced := c.idx.Put(index.Slot{ID: rec.ID, Loc: loc, Seq: rec.Seq, TS: rec.TS, TTL: rec.TTL, Size: uint32(size)})
 	c.mem.add(rec, size, replaced)
-	c.noteExpiry(expire)
+	c.noteExpiryLocked(expire)
 }

@@ -46,10 +46,10 @@ func (db *DB) applyLoop() {
 
 // takeGroups records that the groups are taken for applying (waitTaken).
 func (db *DB) takeGroups(batch ...*commitGroup) {
-	db.pipeMu.Lock()
-	db.taken = batch[len(batch)-1].last
-	db.pipeCond.Broadcast()
-	db.pipeMu.Unlock()
+	db.progress.Lock()
+	db.progress.taken = batch[len(batch)-1].last
+	db.progress.cond.Broadcast()
+	db.progress.Unlock()
 }
 
 // applyGroups makes the groups durable, applies and answers them.
@@ -82,10 +82,10 @@ func (db *DB) applyGroups(batch []*commitGroup) {
 			r.finish(nil)
 		}
 	}
-	db.pipeMu.Lock()
-	db.applied = last
-	db.pipeCond.Broadcast()
-	db.pipeMu.Unlock()
+	db.progress.Lock()
+	db.progress.applied = last
+	db.progress.cond.Broadcast()
+	db.progress.Unlock()
 	if db.memBytes.Load() >= db.opts.SealThreshold {
 		db.kickSeal()
 	}
@@ -94,18 +94,18 @@ func (db *DB) applyGroups(batch []*commitGroup) {
 // appliedThrough returns the last seq the apply loop has applied (or
 // failed).
 func (db *DB) appliedThrough() uint64 {
-	db.pipeMu.Lock()
-	defer db.pipeMu.Unlock()
-	return db.applied
+	db.progress.Lock()
+	defer db.progress.Unlock()
+	return db.progress.applied
 }
 
 // waitApplied waits until the apply loop has applied (or failed) every
 // entry up to seq.
 func (db *DB) waitApplied(seq uint64) {
-	db.pipeMu.Lock()
-	defer db.pipeMu.Unlock()
-	for db.applied < seq {
-		db.pipeCond.Wait()
+	db.progress.Lock()
+	defer db.progress.Unlock()
+	for db.progress.applied < seq {
+		db.progress.cond.Wait()
 	}
 }
 
@@ -116,9 +116,9 @@ func (db *DB) waitApplied(seq uint64) {
 // that each fsync (and each write to the journal) covers as many writes as
 // came in during the one before.
 func (db *DB) waitTaken(seq uint64) {
-	db.pipeMu.Lock()
-	defer db.pipeMu.Unlock()
-	for db.taken < seq {
-		db.pipeCond.Wait()
+	db.progress.Lock()
+	defer db.progress.Unlock()
+	for db.progress.taken < seq {
+		db.progress.cond.Wait()
 	}
 }

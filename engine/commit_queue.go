@@ -2,7 +2,7 @@ package engine
 
 import "context"
 
-// The commit queue. Requests wait in db.queue, in the order they came; at
+// The commit queue. Requests wait in db.commit.queue, in the order they came; at
 // most one writer at a time leads: it runs groups off the front of the
 // queue (runGroup) on its own goroutine. A writer that submits while
 // somebody leads waits to be answered. The leader keeps leading until its
@@ -10,7 +10,7 @@ import "context"
 // the writer at the front of the queue, so that no writer leads for long
 // while its own call has long been answered; when nobody waits, nobody
 // leads. The leader's record of handed groups (db.pipe) passes with the
-// lead, under commitMu.
+// lead, under db.commit.
 
 // submit queues req and returns once it is answered (r.err holds the
 // outcome), leading the queue meanwhile if nobody does. It fails, with
@@ -28,11 +28,11 @@ func (db *DB) submit(ctx context.Context, req *commitReq) error {
 		db.submitMu.RUnlock()
 		return err
 	}
-	db.commitMu.Lock()
-	db.queue = append(db.queue, req)
-	lead := !db.leading
-	db.leading = true
-	db.commitMu.Unlock()
+	db.commit.Lock()
+	db.commit.queue = append(db.commit.queue, req)
+	lead := !db.commit.leading
+	db.commit.leading = true
+	db.commit.Unlock()
 	db.submitMu.RUnlock()
 	for {
 		if lead {
@@ -53,43 +53,43 @@ func (db *DB) lead(own *commitReq) {
 	var pending []*commitReq
 	for {
 		db.waitTaken(db.pipe.handed)
-		db.commitMu.Lock()
-		n := min(len(db.queue), maxGroupRequests)
-		pending = append(pending[:0], db.queue[:n]...)
-		db.queue = db.queue[n:]
-		db.commitMu.Unlock()
+		db.commit.Lock()
+		n := min(len(db.commit.queue), maxGroupRequests)
+		pending = append(pending[:0], db.commit.queue[:n]...)
+		db.commit.queue = db.commit.queue[n:]
+		db.commit.Unlock()
 
 		rest := db.runGroup(&db.pipe, pending)
 
-		db.commitMu.Lock()
+		db.commit.Lock()
 		if len(rest) > 0 {
 			// Not run yet (they wait for an item's earlier write, or come
 			// after a control): they stay at the front.
-			db.queue = append(rest[:len(rest):len(rest)], db.queue...)
+			db.commit.queue = append(rest[:len(rest):len(rest)], db.commit.queue...)
 		}
 		switch {
-		case len(db.queue) == 0:
-			db.queue = nil // let the backing array go
-			db.leading = false
-			db.commitIdle.Broadcast()
-			db.commitMu.Unlock()
+		case len(db.commit.queue) == 0:
+			db.commit.queue = nil // let the backing array go
+			db.commit.leading = false
+			db.commit.idle.Broadcast()
+			db.commit.Unlock()
 			return
-		case len(own.wake) > 0 && db.queue[0] != own:
+		case len(own.wake) > 0 && db.commit.queue[0] != own:
 			// Answered (its signal waits in wake): lead no longer.
-			db.queue[0].wake <- reqLead
-			db.commitMu.Unlock()
+			db.commit.queue[0].wake <- reqLead
+			db.commit.Unlock()
 			return
 		}
-		db.commitMu.Unlock()
+		db.commit.Unlock()
 	}
 }
 
 // waitQueueIdle waits until nobody leads the queue; once the DB is closed
 // to new requests, that is when every accepted request has been run.
 func (db *DB) waitQueueIdle() {
-	db.commitMu.Lock()
-	for db.leading {
-		db.commitIdle.Wait()
+	db.commit.Lock()
+	for db.commit.leading {
+		db.commit.idle.Wait()
 	}
-	db.commitMu.Unlock()
+	db.commit.Unlock()
 }

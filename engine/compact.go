@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/ebbdb/ebb/compactor"
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -282,7 +283,7 @@ func (c *Container) openOutputs(res compactor.Result, outside map[uint32]*segFil
 		o.noteHidden(m.ID, m.Seq, outside)
 	}
 	c.mu.RUnlock()
-	if err := db.syncDir(filepath.Join(db.dir, segmentDir)); err != nil {
+	if err := db.syncDir(filepath.Join(db.dir, dbfile.SegmentDir)); err != nil {
 		return fail(err)
 	}
 	return outputs, nil

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
@@ -122,7 +123,7 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		// The manifest is written before the new policy takes effect, so a
 		// failed write changes nothing that anyone can see.
 		c.db.mu.RLock()
-		err := c.db.logEdit([]*Container{c}, nil)
+		err := c.db.logEditLocked([]*Container{c}, nil)
 		c.db.mu.RUnlock()
 		if err != nil {
 			c.mu.Lock()
@@ -420,8 +421,8 @@ func (c *Container) refileLocked(now int64) {
 	c.nextDue.Store(c.idx.NextDue())
 }
 
-// noteExpiry lowers nextDue to an item's expiry just filed; c.mu is held.
-func (c *Container) noteExpiry(expire int64) {
+// noteExpiryLocked lowers nextDue to an item's expiry just filed; c.mu is held.
+func (c *Container) noteExpiryLocked(expire int64) {
 	if expire < c.nextDue.Load() {
 		c.nextDue.Store(expire)
 	}
@@ -439,11 +440,11 @@ func (c *Container) notFound() error {
 	return fmt.Errorf("%w: container %q was deleted", ErrNotFound, c.id)
 }
 
-// meta is the container's manifest entry; db.mu is held.
-func (c *Container) meta() containerMeta {
+// metaLocked is the container's manifest entry; db.mu is held.
+func (c *Container) metaLocked() dbfile.ContainerMeta {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	m := containerMeta{Num: c.num, ID: c.id, Indexing: c.props.Indexing, History: fromHistory(c.history),
+	m := dbfile.ContainerMeta{Num: c.num, ID: c.id, Indexing: uint8(c.props.Indexing), History: dbfile.FromHistory(c.history),
 		Included: c.props.IncludedPaths, Excluded: c.props.ExcludedPaths}
 	for n, f := range c.files {
 		m.Files = append(m.Files, n)

@@ -40,6 +40,7 @@ import (
 	"github.com/ebbdb/ebb/engine"
 	"github.com/ebbdb/ebb/engine/internal/testutil"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 // kindsWrite is one acknowledged write of the fixture: its journal seq and the
@@ -175,7 +176,7 @@ func buildKindsFixture(t *testing.T) *kindsFixture {
 	if engine.ClockFileHigh(fx.dir) != damageNow {
 		t.Fatalf("fixture: the CLOCK file says %d, want %d", engine.ClockFileHigh(fx.dir), damageNow)
 	}
-	if rep, err := engine.Verify(fx.dir); err != nil || !rep.Clean() {
+	if rep, err := tool.Verify(fx.dir); err != nil || !rep.Clean() {
 		t.Fatalf("Verify of the pristine database: %v %+v", err, rep)
 	}
 	if t.Failed() {
@@ -383,14 +384,14 @@ func damageCase(t *testing.T, fx *kindsFixture, work string, tg damageTarget, dm
 }
 
 // verifyOutcome runs Verify, failing the test on a panic or an error.
-func verifyOutcome(t *testing.T, dir, what string) (rep *engine.VerifyReport) {
+func verifyOutcome(t *testing.T, dir, what string) (rep *tool.VerifyReport) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("%s: Verify panicked: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	rep, err := engine.Verify(dir)
+	rep, err := tool.Verify(dir)
 	if err != nil {
 		t.Fatalf("%s: Verify: %v", what, err)
 	}
@@ -398,7 +399,7 @@ func verifyOutcome(t *testing.T, dir, what string) (rep *engine.VerifyReport) {
 }
 
 // checkReport checks that Verify named the damaged file.
-func checkReport(t *testing.T, rep *engine.VerifyReport, target, rel string, out outcome, what string) {
+func checkReport(t *testing.T, rep *tool.VerifyReport, target, rel string, out outcome, what string) {
 	t.Helper()
 	if target == "LOCK" {
 		if !rep.Clean() {
@@ -406,7 +407,7 @@ func checkReport(t *testing.T, rep *engine.VerifyReport, target, rel string, out
 		}
 		return
 	}
-	var named []engine.Problem
+	var named []tool.Problem
 	for _, p := range rep.Problems {
 		if p.File == rel {
 			named = append(named, p)

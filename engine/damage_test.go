@@ -33,6 +33,7 @@ import (
 	"github.com/ebbdb/ebb/engine"
 	"github.com/ebbdb/ebb/engine/internal/testutil"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/tool"
 	"github.com/ebbdb/ebb/index"
 )
 
@@ -196,7 +197,7 @@ func buildDamageFixture(t *testing.T, comp engine.Compression) *damageFixture {
 		t.Fatal(err)
 	}
 	fx.journalFrom = m.JournalFrom
-	if rep, err := engine.Verify(fx.dir); err != nil || !rep.Clean() {
+	if rep, err := tool.Verify(fx.dir); err != nil || !rep.Clean() {
 		t.Fatalf("Verify of the pristine database: %v %+v", err, rep)
 	}
 	jfiles, _ := journal.Files(filepath.Join(fx.dir, engine.JournalDir))
@@ -293,7 +294,7 @@ func checkVerifyNames(t *testing.T, dir, what string) {
 			t.Fatalf("%s: Verify panicked: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	rep, err := engine.Verify(dir)
+	rep, err := tool.Verify(dir)
 	if err == nil && rep.Clean() {
 		t.Errorf("%s: Verify reports no problem", what)
 	}

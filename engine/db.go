@@ -10,21 +10,33 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
 )
 
-// Folder and file names inside a database directory.
-const (
-	journalDir = "journal" // tidwall/wal's files, with ebb's framing
-	segmentDir = "seg"     // sealed segment files, NNNNNNNN.seg
-	brokenDir  = "broken"  // copies of damaged files that open repaired
-)
-
 // DB is an open ebb database: a directory of containers. It is safe for
 // concurrent use. Only one DB may have a directory open at a time.
+//
+// # Locks
+//
+// State guarded by a mutex sits in a struct with it (mu, man, commit,
+// progress, room); the mutexes that guard no state but serialize an
+// operation (closeMu, submitMu, sealMu, clockMu) say what they serialize,
+// and state read without a lock is atomic. A goroutine that holds several
+// locks takes them in this order, never the other way round:
+//
+//	closeMu → submitMu → commit
+//	sealMu → the commit queue (a control runs in its leader) → mu → Container.mu
+//	mu → man
+//
+// man is taken after mu or alone, never with a Container.mu to follow;
+// commit, progress, room and clockMu are leaves: no other lock is taken
+// while one is held. A method named fooLocked requires its caller to hold
+// exactly the locks its doc comment names, and takes none that comes
+// before them in the order.
 type DB struct {
 	dir   string
 	opts  Options
@@ -35,53 +47,67 @@ type DB struct {
 	jnl   *journal.Journal
 	cache *segment.Cache
 
-	mu         sync.RWMutex // guards containers, byNum
-	containers map[string]*Container
-	byNum      map[uint32]*Container
+	// mu guards the set of containers. Taken for reading by every call
+	// that looks a container up, for writing to create or delete one.
+	mu struct {
+		sync.RWMutex
+		containers map[string]*Container
+		byNum      map[uint32]*Container
+	}
 
-	// Manifest state outside the containers, guarded by manMu, which also
-	// serializes manifest writes.
-	manMu          sync.Mutex
-	manLog         manifestLog // the MANIFEST's edit log (manifest_log.go)
-	nextFile       uint32
-	nextContainer  uint32
-	journalFrom    uint64
+	// man guards the MANIFEST's state outside the containers, and
+	// serializes MANIFEST writes.
+	man struct {
+		sync.Mutex
+		log           manifestLog // the MANIFEST's edit log (manifest_log.go)
+		nextFile      uint32
+		nextContainer uint32
+		journalFrom   uint64 // first journal seq not sealed into segments
+	}
+
+	// The clock's persistence (clock.go). clockMu serializes CLOCK file
+	// writes; the marks are atomic, read without it.
+	clockMu        sync.Mutex
 	clockPersisted atomic.Int64 // highest clock durable in the CLOCK file or MANIFEST
 	clockInFile    atomic.Int64 // the clock the CLOCK file holds
-	clockMu        sync.Mutex   // serializes CLOCK file writes
-
 	// clockResetSeq: records up to this seq do not raise the clock's floor
 	// at Open (see ResetClock).
 	clockResetSeq atomic.Uint64
 
 	segList segListing // what seg/ holds besides segment files, for the disk figures
 
-	// The commit queue (commit_queue.go): requests wait in queue for the
-	// writer that leads it (leading); commitIdle is signalled when the lead
-	// lapses; pipe is the leader's, handed on with the lead. All guarded by
-	// commitMu.
-	commitMu   sync.Mutex
-	commitIdle sync.Cond
-	queue      []*commitReq
-	leading    bool
-	pipe       pipeline
+	// commit guards the commit queue (commit_queue.go): requests wait in
+	// queue for the writer that leads it (leading); idle is signalled when
+	// the lead lapses.
+	commit struct {
+		sync.Mutex
+		idle    sync.Cond
+		queue   []*commitReq
+		leading bool
+	}
+	// pipe belongs to the writer leading the commit queue and is handed on
+	// with the lead; only the leader touches it, without a lock.
+	pipe pipeline
 	// removals holds segment files no MANIFEST names, for the removal
 	// loop to unlink (remove.go).
 	removals chan removal
 	// The commit pipeline (commit.go, commit_apply.go): groups the commit
-	// leader wrote wait in written for the apply loop; taken is the last seq
-	// of the groups it took from there, applied the last seq it applied,
-	// both guarded by pipeMu and signalled by pipeCond.
-	written  chan *commitGroup
-	pipeMu   sync.Mutex
-	pipeCond sync.Cond
-	taken    uint64
-	applied  uint64
+	// leader wrote wait in written for the apply loop.
+	written chan *commitGroup
+	// progress guards how far the apply loop got: taken is the last seq of
+	// the groups it took from written, applied the last seq it applied;
+	// cond signals both.
+	progress struct {
+		sync.Mutex
+		cond    sync.Cond
+		taken   uint64
+		applied uint64
+	}
 	quit     chan struct{}
 	workers  sync.WaitGroup
 	closed   atomic.Bool
 	closeMu  sync.Mutex            // serializes Close
-	submitMu sync.RWMutex          // see submit
+	submitMu sync.RWMutex          // orders submits before Close's closed flag: see submit
 	failure  atomic.Pointer[error] // set when a journal write failed
 	memBytes atomic.Int64          // bytes in active memtables
 	memGen   uint32                // changed only by controls, which the commit leader runs
@@ -90,12 +116,14 @@ type DB struct {
 	// indexKick wakes the index loop (lazy indexing, index builds).
 	indexKick chan struct{}
 
-	// Backpressure: writers wait while memtables hold more than
-	// memLimit bytes, until a seal makes room (roomCh is closed and
-	// replaced after every seal attempt; sealErr is its outcome).
-	roomMu  sync.Mutex
-	roomCh  chan struct{}
-	sealErr error
+	// Backpressure: writers wait while memtables hold more than memLimit
+	// bytes, until a seal makes room. room guards ch, closed and replaced
+	// after every seal attempt, and sealErr, that attempt's outcome.
+	room struct {
+		sync.Mutex
+		ch      chan struct{}
+		sealErr error
+	}
 }
 
 // Open opens the database in dir, creating it if it does not exist. A nil
@@ -115,7 +143,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err := checkOpenDir(o.FS, dir); err != nil {
 		return nil, err
 	}
-	if err := o.FS.MkdirAll(filepath.Join(dir, segmentDir), 0o755); err != nil {
+	if err := o.FS.MkdirAll(filepath.Join(dir, dbfile.SegmentDir), 0o755); err != nil {
 		return nil, fmt.Errorf("ebb: create %s: %w", dir, err)
 	}
 	lock, err := lockDir(o.FS, dir)
@@ -123,22 +151,22 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{
-		dir:        dir,
-		opts:       o,
-		fs:         o.FS,
-		log:        o.Logger,
-		lock:       lock,
-		cache:      segment.NewCache(o.BlockCacheSize),
-		containers: make(map[string]*Container),
-		byNum:      make(map[uint32]*Container),
-		removals:   make(chan removal, removeQueue),
-		written:    make(chan *commitGroup, writtenQueue),
-		quit:       make(chan struct{}),
-		sealKick:   make(chan struct{}, 1),
-		indexKick:  make(chan struct{}, 1),
-		roomCh:     make(chan struct{}),
-		memGen:     1,
+		dir:       dir,
+		opts:      o,
+		fs:        o.FS,
+		log:       o.Logger,
+		lock:      lock,
+		cache:     segment.NewCache(o.BlockCacheSize),
+		removals:  make(chan removal, removeQueue),
+		written:   make(chan *commitGroup, writtenQueue),
+		quit:      make(chan struct{}),
+		sealKick:  make(chan struct{}, 1),
+		indexKick: make(chan struct{}, 1),
+		memGen:    1,
 	}
+	db.mu.containers = make(map[string]*Container)
+	db.mu.byNum = make(map[uint32]*Container)
+	db.room.ch = make(chan struct{})
 	if err := db.recover(); err != nil {
 		if db.jnl != nil {
 			db.jnl.Close()
@@ -148,17 +176,17 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db.clock.checkBehind()
-	for _, c := range db.byNum {
+	for _, c := range db.mu.byNum {
 		c.mu.Lock()
 		c.setIndexingLocked(c.props)
 		c.deferBuildLocked() // rebuilt in the background once first queried
 		c.mu.Unlock()
 	}
-	db.pipeCond.L = &db.pipeMu
-	db.commitIdle.L = &db.commitMu
+	db.progress.cond.L = &db.progress.Mutex
+	db.commit.idle.L = &db.commit.Mutex
 	db.pipe.inflight = make(map[itemKey]uint64)
-	db.applied = db.jnl.NextSeq() - 1
-	db.taken = db.applied
+	db.progress.applied = db.jnl.NextSeq() - 1
+	db.progress.taken = db.progress.applied
 	db.workers.Add(5)
 	go db.applyLoop()
 	go db.removeLoop()
@@ -199,14 +227,14 @@ func (db *DB) Close() error {
 	}
 	errs = append(errs, db.jnl.Close())
 	db.closeFiles()
-	db.manMu.Lock() // a MANIFEST compaction's last step is done or gives up
-	db.manMu.Unlock()
+	db.man.Lock() // a MANIFEST compaction's last step is done or gives up
+	db.man.Unlock()
 	errs = append(errs, db.lock.release())
 	return errors.Join(errs...)
 }
 
 func (db *DB) closeFiles() {
-	for _, c := range db.byNum {
+	for _, c := range db.mu.byNum {
 		c.closeFiles()
 	}
 }
@@ -250,19 +278,19 @@ func (db *DB) CreateContainer(ctx context.Context, props ContainerProperties) (*
 	err := db.control(ctx, func(now int64) error {
 		db.mu.Lock()
 		defer db.mu.Unlock()
-		if _, ok := db.containers[props.ID]; ok {
+		if _, ok := db.mu.containers[props.ID]; ok {
 			return fmt.Errorf("%w: container %q already exists", ErrConflict, props.ID)
 		}
-		db.manMu.Lock()
-		num := db.nextContainer
-		db.nextContainer++
-		db.manMu.Unlock()
+		db.man.Lock()
+		num := db.man.nextContainer
+		db.man.nextContainer++
+		db.man.Unlock()
 		c = newContainer(db, num, props, policy.History{}.With(now, props.DefaultTTL))
-		db.containers[props.ID] = c
-		db.byNum[num] = c
-		if err := db.logEdit([]*Container{c}, nil); err != nil {
-			delete(db.containers, props.ID)
-			delete(db.byNum, num)
+		db.mu.containers[props.ID] = c
+		db.mu.byNum[num] = c
+		if err := db.logEditLocked([]*Container{c}, nil); err != nil {
+			delete(db.mu.containers, props.ID)
+			delete(db.mu.byNum, num)
 			return err
 		}
 		return nil
@@ -280,7 +308,7 @@ func (db *DB) Container(id string) (*Container, error) {
 		return nil, err
 	}
 	db.mu.RLock()
-	c, ok := db.containers[id]
+	c, ok := db.mu.containers[id]
 	db.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: container %q", ErrNotFound, id)
@@ -295,8 +323,8 @@ func (db *DB) Containers() []string {
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	ids := make([]string, 0, len(db.containers))
-	for id := range db.containers {
+	ids := make([]string, 0, len(db.mu.containers))
+	for id := range db.mu.containers {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
@@ -309,17 +337,17 @@ func (db *DB) DeleteContainer(ctx context.Context, id string) error {
 	defer db.compactManifest()
 	return db.control(ctx, func(now int64) error {
 		db.mu.Lock()
-		c, ok := db.containers[id]
+		c, ok := db.mu.containers[id]
 		if !ok {
 			db.mu.Unlock()
 			return fmt.Errorf("%w: container %q", ErrNotFound, id)
 		}
-		delete(db.containers, id)
-		delete(db.byNum, c.num)
-		err := db.logEdit(nil, []uint32{c.num})
+		delete(db.mu.containers, id)
+		delete(db.mu.byNum, c.num)
+		err := db.logEditLocked(nil, []uint32{c.num})
 		if err != nil {
-			db.containers[id] = c
-			db.byNum[c.num] = c
+			db.mu.containers[id] = c
+			db.mu.byNum[c.num] = c
 			db.mu.Unlock()
 			return err
 		}
@@ -343,8 +371,8 @@ func (db *DB) DeleteContainer(ctx context.Context, id string) error {
 func (db *DB) containerList() []*Container {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	cs := make([]*Container, 0, len(db.byNum))
-	for _, c := range db.byNum {
+	cs := make([]*Container, 0, len(db.mu.byNum))
+	for _, c := range db.mu.byNum {
 		cs = append(cs, c)
 	}
 	return cs
@@ -359,59 +387,59 @@ func (db *DB) saveManifest() error {
 
 // saveManifestLocked writes the manifest; db.mu is held (read or write).
 func (db *DB) saveManifestLocked() error {
-	db.manMu.Lock()
-	defer db.manMu.Unlock()
+	db.man.Lock()
+	defer db.man.Unlock()
 	return db.rewriteManifestLocked()
 }
 
 // rewriteManifestLocked writes the whole manifest, a snapshot without
-// edits; db.mu and manMu are held.
+// edits; db.mu and db.man are held.
 func (db *DB) rewriteManifestLocked() error {
 	m := db.manifestLocked()
-	b, err := encodeManifest(m)
+	b, err := dbfile.EncodeManifest(m)
 	if err != nil {
 		return fmt.Errorf("ebb: encode manifest: %w", err)
 	}
-	if err := writeFileAtomic(db.fs, db.dir, manifestName, b); err != nil {
+	if err := writeFileAtomic(db.fs, db.dir, dbfile.ManifestName, b); err != nil {
 		// The rename may have happened without being durable: append
 		// nothing to this file until a rewrite succeeds.
-		db.manLog.rewrite = true
+		db.man.log.rewrite = true
 		return fmt.Errorf("ebb: write manifest: %w", err)
 	}
-	db.manLog.rewrote(int64(len(b)))
+	db.man.log.rewrote(int64(len(b)))
 	db.notePersistedClock(m.Clock)
 	return nil
 }
 
-// manifestLocked is the manifest of the current state; db.mu and manMu
+// manifestLocked is the manifest of the current state; db.mu and db.man
 // are held.
-func (db *DB) manifestLocked() *manifest {
-	m := &manifest{
-		NextFile:      db.nextFile,
-		NextContainer: db.nextContainer,
-		JournalFrom:   db.journalFrom,
+func (db *DB) manifestLocked() *dbfile.Manifest {
+	m := &dbfile.Manifest{
+		NextFile:      db.man.nextFile,
+		NextContainer: db.man.nextContainer,
+		JournalFrom:   db.man.journalFrom,
 		Clock:         db.clock.highest(),
 	}
-	nums := make([]uint32, 0, len(db.byNum))
-	for n := range db.byNum {
+	nums := make([]uint32, 0, len(db.mu.byNum))
+	for n := range db.mu.byNum {
 		nums = append(nums, n)
 	}
 	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
 	for _, n := range nums {
-		m.Containers = append(m.Containers, db.byNum[n].meta())
+		m.Containers = append(m.Containers, db.mu.byNum[n].metaLocked())
 	}
 	return m
 }
 
 func (db *DB) segmentPath(num uint32) string {
-	return filepath.Join(db.dir, segmentDir, segmentFileName(num))
+	return filepath.Join(db.dir, dbfile.SegmentDir, dbfile.SegmentFileName(num))
 }
 
 // allocFile reserves a segment file number.
 func (db *DB) allocFile() uint32 {
-	db.manMu.Lock()
-	defer db.manMu.Unlock()
-	n := db.nextFile
-	db.nextFile++
+	db.man.Lock()
+	defer db.man.Unlock()
+	n := db.man.nextFile
+	db.man.nextFile++
 	return n
 }

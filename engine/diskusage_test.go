@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 // After every seal the journal keeps no sealed entry on disk (its folder
@@ -56,7 +59,7 @@ func TestJournalSpaceAndDiskFigures(t *testing.T) {
 				if walk := treeBytes(t, dir); stats != walk {
 					t.Fatalf("%s: the containers' DiskBytes add up to %d, the directory holds %d", when, stats, walk)
 				}
-				rep, err := Inspect(dir)
+				rep, err := tool.Inspect(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -79,13 +82,13 @@ func TestJournalSpaceAndDiskFigures(t *testing.T) {
 				}
 				checkFigures(fmt.Sprintf("round %d before the seal", round))
 				forceSeal(t, db)
-				if n := treeBytes(t, filepath.Join(dir, journalDir)) - foreign[journalDir]; n != 0 {
+				if n := treeBytes(t, filepath.Join(dir, dbfile.JournalDir)) - foreign[dbfile.JournalDir]; n != 0 {
 					t.Fatalf("round %d: %d bytes in journal/ right after a seal, want 0", round, n)
 				}
 				checkFigures(fmt.Sprintf("round %d after the seal", round))
 				if rnd.IntN(3) == 0 {
 					// Files ebb did not write, which it leaves alone.
-					sub := []string{"", segmentDir, journalDir, brokenDir}[rnd.IntN(4)]
+					sub := []string{"", dbfile.SegmentDir, dbfile.JournalDir, dbfile.BrokenDir}[rnd.IntN(4)]
 					if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 						t.Fatal(err)
 					}
@@ -112,11 +115,11 @@ func TestJournalSpaceAndDiskFigures(t *testing.T) {
 			db.Close()
 			// An orphan segment file, as a crash leaves (the next Open
 			// removes it).
-			orphan := filepath.Join(dir, segmentDir, segmentFileName(90_000_000))
+			orphan := filepath.Join(dir, dbfile.SegmentDir, dbfile.SegmentFileName(90_000_000))
 			if err := os.WriteFile(orphan, make([]byte, 1+rnd.IntN(5000)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Inspect(dir)
+			rep, err := tool.Inspect(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +156,7 @@ func TestSegListing(t *testing.T) {
 		t.Helper()
 		var want int64
 		for _, e := range must(os.ReadDir(seg)) {
-			if _, ok := segmentFileNum(e.Name()); !ok || e.IsDir() {
+			if _, ok := dbfile.SegmentFileNum(e.Name()); !ok || e.IsDir() {
 				want += treeBytes(t, filepath.Join(seg, e.Name()))
 			}
 		}
@@ -161,14 +164,14 @@ func TestSegListing(t *testing.T) {
 			t.Fatalf("%s: %d bytes besides segment files, want %d", when, got, want)
 		}
 	}
-	write(segmentFileName(1), 5000)
-	write(segmentFileName(2), 7000)
+	write(dbfile.SegmentFileName(1), 5000)
+	write(dbfile.SegmentFileName(2), 7000)
 	check("segment files only")
 	write("notes.txt", 10)
 	check("a note")
 	write("notes.txt", 300)
 	check("the note grown")
-	write("sub/"+segmentFileName(3), 40)
+	write("sub/"+dbfile.SegmentFileName(3), 40)
 	check("a folder holding a segment file's name")
 	// A change at the time stamp the listing saw, while it is recent.
 	fi := must(os.Stat(seg))

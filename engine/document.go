@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/policy"
 )
@@ -238,7 +239,7 @@ func parseDocument(b []byte) (parsedDoc, error) {
 	}
 
 	if dup != nil {
-		return parsedDoc{}, docErrorf("duplicate property %s", quoteShort(string(dup)))
+		return parsedDoc{}, docErrorf("duplicate property %s", docfmt.QuoteShort(string(dup)))
 	}
 	if !hasID {
 		return parsedDoc{}, docErrorf(`"id" must be a non-empty string (it is missing)`)
@@ -265,94 +266,29 @@ func parseDocument(b []byte) (parsedDoc, error) {
 	var ttl int32
 	if hasTTL {
 		if ttl, err = policy.ParseItemTTL(ttlVal); err != nil {
-			return parsedDoc{}, fmt.Errorf("item %s: %w", quoteShort(id), err)
+			return parsedDoc{}, fmt.Errorf("item %s: %w", docfmt.QuoteShort(id), err)
 		}
 	}
 	return parsedDoc{ID: id, TTL: ttl, Body: body}, nil
 }
 
-// validateID applies the id rules: a non-empty string of valid UTF-8, at most
-// MaxIDLength characters, without '/', '\\', '?', '#' or a control character
-// (U+0000 to U+001F). The error wraps ErrInvalidDocument and its message
-// starts with "id".
+// validateID applies the id rules of docfmt.ValidateID; the error wraps
+// ErrInvalidDocument and its message starts with "id".
 func validateID(id string) error {
-	if id == "" {
-		return &docError{msg: "id must be a non-empty string"}
-	}
-	n := 0
-	for i := 0; i < len(id); {
-		c := id[i]
-		if c < utf8.RuneSelf {
-			switch c {
-			case '/', '\\', '?', '#':
-				return &docError{msg: fmt.Sprintf("id %s must not contain %q", quoteShort(id), c)}
-			}
-			if c < 0x20 {
-				return &docError{msg: fmt.Sprintf("id %s must not contain control character U+%04X", quoteShort(id), c)}
-			}
-			i++
-		} else {
-			r, size := utf8.DecodeRuneInString(id[i:])
-			if r == utf8.RuneError && size == 1 {
-				return &docError{msg: fmt.Sprintf("id %s is not valid UTF-8", quoteShort(id))}
-			}
-			i += size
-		}
-		n++
-	}
-	if n > MaxIDLength {
-		return &docError{msg: fmt.Sprintf("id %s is %d characters long, longer than the maximum of %d", quoteShort(id), n, MaxIDLength)}
+	if err := docfmt.ValidateID(id); err != nil {
+		return &docError{msg: err.Error()}
 	}
 	return nil
 }
 
-// quoteShort quotes s for an error message, shortened to about 40
-// characters.
-func quoteShort(s string) string {
-	const max = 40
-	if utf8.RuneCountInString(s) <= max {
-		return strconv.Quote(s)
-	}
-	n := 0
-	for i := range s {
-		if n == max {
-			return strconv.Quote(s[:i]) + "..."
-		}
-		n++
-	}
-	return strconv.Quote(s)
-}
-
-// renderBody appends to dst the stored body (a Body from parseDocument) with
-// the system properties added in front:
-//
-//	{"_ts":<ts>,"_etag":<etag as a JSON string>,<the stored members>}
-//
-// etag is rendered as a JSON string, escaped as needed (Cosmos etags hold
-// quotes: "\"0000...\""). stored must be a JSON object; whitespace around its
-// braces is tolerated.
+// renderBody is docfmt.Render: the stored body with its system properties
+// in front, as reads and queries return it.
 func renderBody(dst, stored []byte, ts int64, etag string) []byte {
-	dst = slices.Grow(dst, renderedSize(stored))
-	dst = append(dst, `{"_ts":`...)
-	dst = strconv.AppendInt(dst, ts, 10)
-	dst = append(dst, `,"_etag":`...)
-	dst = query.AppendString(dst, etag)
-	rest := stored[skipWS(stored, 0):]
-	if len(rest) > 0 && rest[0] == '{' {
-		rest = rest[skipWS(rest, 1):]
-	}
-	if len(rest) == 0 || rest[0] == '}' {
-		return append(dst, '}')
-	}
-	dst = append(dst, ',')
-	return append(dst, rest...)
+	return docfmt.Render(dst, stored, ts, etag)
 }
 
-// renderedSize bounds the bytes renderBody appends for a stored body with
-// an etag of etagOf.
-func renderedSize(stored []byte) int {
-	return len(`{"_ts":-9223372036854775808,"_etag":"\"0123456789abcdef\""}`) + 1 + len(stored)
-}
+// renderedSize bounds the bytes renderBody appends (docfmt.RenderedSize).
+func renderedSize(stored []byte) int { return docfmt.RenderedSize(stored) }
 
 // kindOf names the JSON type a value starting with c has, or "" if no JSON
 // value starts with c.

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -69,15 +70,8 @@ var (
 	ErrLocked = errors.New("ebb: database directory is locked by another handle")
 )
 
-// Errors of the offline tools (Inspect, Verify, DumpFile), which read a
-// database directory or one of its files without opening the database.
-var (
-	// ErrNoDatabase: the directory given to Inspect or Verify does not
-	// exist, is not a directory, is empty, or holds no ebb database. Open
-	// returns it, writing nothing, for an empty path or a directory that
-	// has no MANIFEST and holds files ebb did not create.
-	ErrNoDatabase = errors.New("ebb: not an ebb database")
-	// ErrUnknownFile: the file given to DumpFile does not exist or is
-	// neither a segment file nor a journal file.
-	ErrUnknownFile = errors.New("ebb: not a segment or journal file")
-)
+// ErrNoDatabase: Open was given an empty path or a directory that has no
+// MANIFEST and holds files ebb did not create; it writes nothing then. The
+// offline tools (package engine/tool) return it for a directory that
+// does not exist, is not a directory, is empty or holds no ebb database.
+var ErrNoDatabase = dbfile.ErrNoDatabase

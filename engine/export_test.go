@@ -8,21 +8,22 @@ package engine
 import (
 	"context"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/index"
 )
 
 // Names of the files and directories in a database directory.
 const (
-	JournalDir   = journalDir
-	SegmentDir   = segmentDir
-	BrokenDir    = brokenDir
-	ManifestName = manifestName
-	ClockName    = clockName
+	JournalDir   = dbfile.JournalDir
+	SegmentDir   = dbfile.SegmentDir
+	BrokenDir    = dbfile.BrokenDir
+	ManifestName = dbfile.ManifestName
+	ClockName    = dbfile.ClockName
 )
 
 // Manifest is the decoded MANIFEST.
-type Manifest = manifest
+type Manifest = dbfile.Manifest
 
 // ReadManifest reads dir's MANIFEST; WriteManifest replaces it.
 var (
@@ -34,7 +35,7 @@ var (
 var ETagOf = etagOf
 
 // ClockFileHigh is the high mark dir's CLOCK file holds (0 without one).
-func ClockFileHigh(dir string) int64 { return readClockFile(dir).high }
+func ClockFileHigh(dir string) int64 { return dbfile.ReadClockFile(dir).High }
 
 // Now is the engine's now: the instant reads are answered at.
 func Now(db *DB) int64 { return db.clock.now() }

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/vfs"
 )
 
@@ -254,7 +255,7 @@ func (e *ftEnv) check(strict bool) {
 // segFilesOnDisk lists the segment files in the directory.
 func (e *ftEnv) segFilesOnDisk() []string {
 	e.t.Helper()
-	ents, err := os.ReadDir(filepath.Join(e.dir, segmentDir))
+	ents, err := os.ReadDir(filepath.Join(e.dir, dbfile.SegmentDir))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -496,9 +497,9 @@ func testFaultManifest(t *testing.T) {
 				inject := func() {
 					switch op {
 					case vfs.OpRename:
-						e.db.manMu.Lock()
-						e.db.manLog.rewrite = true
-						e.db.manMu.Unlock()
+						e.db.man.Lock()
+						e.db.man.log.rewrite = true
+						e.db.man.Unlock()
 					case vfs.OpTruncate:
 						e.fs.Inject(vfs.Rule{Op: vfs.OpSync, Path: "MANIFEST", Err: cause, Count: 1})
 					}
@@ -555,11 +556,11 @@ func testFaultClock(t *testing.T) {
 			want := e.clk.Unix()
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				f, _, err := loadClockFile(vfs.OS, e.dir)
+				f, _, err := dbfile.LoadClockFile(vfs.OS, e.dir)
 				if err != nil {
 					t.Fatal(err)
 				}
-				h := f.high
+				h := f.High
 				if h >= want {
 					break
 				}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/vfs"
 )
 
@@ -48,7 +49,7 @@ func treeBytes(t *testing.T, dir string) int64 {
 // prefix promising more bytes than follow, then random bytes or zeros.
 func tearJournal(t *testing.T, dir string, rnd *rand.Rand) int {
 	t.Helper()
-	jdir := filepath.Join(dir, journalDir)
+	jdir := filepath.Join(dir, dbfile.JournalDir)
 	ents, err := os.ReadDir(jdir)
 	if err != nil || len(ents) == 0 {
 		t.Fatalf("journal folder: %v, %d files", err, len(ents))
@@ -79,8 +80,8 @@ func tearJournal(t *testing.T, dir string, rnd *rand.Rand) int {
 // (broken/ and the copy in it, a temp MANIFEST or CLOCK, a segment file).
 func fillDisk(fsys *vfs.FaultFS) {
 	fsys.Inject(vfs.Rule{Op: vfs.OpWrite, Err: syscall.ENOSPC, Partial: true})
-	fsys.Inject(vfs.Rule{Op: vfs.OpMkdir, Path: brokenDir, Err: syscall.ENOSPC})
-	for _, p := range []string{brokenDir + "/", ".tmp", segmentDir + "/"} {
+	fsys.Inject(vfs.Rule{Op: vfs.OpMkdir, Path: dbfile.BrokenDir, Err: syscall.ENOSPC})
+	for _, p := range []string{dbfile.BrokenDir + "/", ".tmp", dbfile.SegmentDir + "/"} {
 		fsys.Inject(vfs.Rule{Op: vfs.OpCreate, Path: p, Err: syscall.ENOSPC})
 	}
 }
@@ -112,7 +113,7 @@ func TestOpenOnFullDisk(t *testing.T) {
 				e.check(true) // reads go on
 				e.db.Close()
 				e.db = nil
-				if ents, err := os.ReadDir(filepath.Join(e.dir, brokenDir)); len(ents) > 0 {
+				if ents, err := os.ReadDir(filepath.Join(e.dir, dbfile.BrokenDir)); len(ents) > 0 {
 					t.Fatalf("round %d: broken/ holds %d files (%v) on a full disk", round, len(ents), err)
 				}
 				n := treeBytes(t, e.dir)
@@ -236,8 +237,8 @@ func TestOpenOnFullDiskTornManifest(t *testing.T) {
 			e.db = nil
 			// The torn last edit: a create of "torn", cut short, with a
 			// byte flipped, or zeros where it should be.
-			frame, err := appendEdit(nil, &manifestEdit{NextFile: 1 << 20, NextContainer: 1 << 20,
-				Put: []containerMeta{{Num: 1<<20 - 1, ID: "torn", History: []historyEntry{{At: t0}}}}})
+			frame, err := dbfile.AppendEdit(nil, &dbfile.ManifestEdit{NextFile: 1 << 20, NextContainer: 1 << 20,
+				Put: []dbfile.ContainerMeta{{Num: 1<<20 - 1, ID: "torn", History: []dbfile.HistoryEntry{{At: t0}}}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,11 +251,11 @@ func TestOpenOnFullDiskTornManifest(t *testing.T) {
 				clear(frame)
 			}
 			if seed%2 == 1 { // a folder of copies from an earlier repair: the copy itself fails
-				if err := os.MkdirAll(filepath.Join(e.dir, brokenDir), 0o755); err != nil {
+				if err := os.MkdirAll(filepath.Join(e.dir, dbfile.BrokenDir), 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
-			path := filepath.Join(e.dir, manifestName)
+			path := filepath.Join(e.dir, dbfile.ManifestName)
 			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -277,7 +278,7 @@ func TestOpenOnFullDiskTornManifest(t *testing.T) {
 				}
 				e.db.Close()
 				e.db = nil
-				if ents, err := os.ReadDir(filepath.Join(e.dir, brokenDir)); len(ents) > 0 {
+				if ents, err := os.ReadDir(filepath.Join(e.dir, dbfile.BrokenDir)); len(ents) > 0 {
 					t.Fatalf("round %d: broken/ holds %d files (%v) on a full disk", round, len(ents), err)
 				}
 				if n := treeBytes(t, e.dir); n > prev {
@@ -359,12 +360,12 @@ func TestOpenOnFullTmpfsTornManifest(t *testing.T) {
 	}
 	e.db.Close()
 	e.db = nil
-	frame, err := appendEdit(nil, &manifestEdit{NextFile: 1 << 20, NextContainer: 1 << 20,
-		Put: []containerMeta{{Num: 1<<20 - 1, ID: "torn", History: []historyEntry{{At: t0}}}}})
+	frame, err := dbfile.AppendEdit(nil, &dbfile.ManifestEdit{NextFile: 1 << 20, NextContainer: 1 << 20,
+		Put: []dbfile.ContainerMeta{{Num: 1<<20 - 1, ID: "torn", History: []dbfile.HistoryEntry{{At: t0}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mpath := filepath.Join(e.dir, manifestName)
+	mpath := filepath.Join(e.dir, dbfile.ManifestName)
 	f, err := os.OpenFile(mpath, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +414,7 @@ func TestOpenOnFullTmpfsTornManifest(t *testing.T) {
 	e.check(true) // reads go on
 	e.db.Close()
 	e.db = nil
-	if ents, _ := os.ReadDir(filepath.Join(e.dir, brokenDir)); len(ents) > 0 {
+	if ents, _ := os.ReadDir(filepath.Join(e.dir, dbfile.BrokenDir)); len(ents) > 0 {
 		t.Fatalf("broken/ holds %d files on a full file system", len(ents))
 	}
 	if f := freeBytes(t, mnt); f < before {

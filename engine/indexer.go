@@ -72,7 +72,7 @@ type indexState struct {
 	inflight int
 }
 
-// laggingLocked reports whether writes or a build wait to reach the
+// indexLaggingLocked reports whether writes or a build wait to reach the
 // secondary index; c.mu is held.
 func (c *Container) indexLaggingLocked() bool {
 	return !c.ix.ready || len(c.ix.lazy) > 0 || c.ix.building || len(c.ix.retry) > 0 || c.ix.inflight > 0
@@ -97,7 +97,7 @@ const (
 // read some items.
 const indexRetry = time.Second
 
-// setIndexing installs the indexing policy of props and starts a rebuild
+// setIndexingLocked installs the indexing policy of props and starts a rebuild
 // of every live item's terms; c.mu is held for writing.
 func (c *Container) setIndexingLocked(props ContainerProperties) {
 	var gen uint64
@@ -303,7 +303,7 @@ func (c *Container) indexStep(retry bool) (more bool) {
 	return len(c.ix.lazy) > 0 || c.ix.building
 }
 
-// indexUsable reports whether queries may use the secondary index, and
+// indexUsableLocked reports whether queries may use the secondary index, and
 // why not; c.mu is held.
 func (c *Container) indexUsableLocked() (bool, string) {
 	cfg := c.ix.cfg.Load()

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ebbdb/ebb/compactor"
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -80,7 +81,7 @@ func (c *Container) loadFiles() error {
 	defer c.idx.Reserve(0) // later writes allocate their slots page by page
 	ids := segment.NewIDArena(records)
 
-	tomb := make(tombstones)
+	tomb := make(dbfile.Tombstones)
 	workers := max(1, runtime.GOMAXPROCS(0)-1)
 	free := make(chan decodedFile, workers+2) // spent results, whose slices are reused
 	decode := func(i int) decodedFile {
@@ -133,7 +134,7 @@ func (c *Container) decodeFile(f *segFile, ids *segment.IDArena, d *decodedFile)
 
 // indexEntries adds the entries of segment file num, whose ids have the
 // hashes hs, to the index by the rule of tombstones.apply.
-func (c *Container) indexEntries(num uint32, entries []segment.IndexEntry, hs []index.IDHash, tomb tombstones) {
+func (c *Container) indexEntries(num uint32, entries []segment.IndexEntry, hs []index.IDHash, tomb dbfile.Tombstones) {
 	c.idx.Warm(hs[:min(warmBatch, len(hs))])
 	for i := range entries {
 		if i%warmBatch == 0 && i+warmBatch < len(hs) {
@@ -141,10 +142,10 @@ func (c *Container) indexEntries(num uint32, entries []segment.IndexEntry, hs []
 		}
 		e := &entries[i]
 		at, cur, ok := c.idx.SeekHashed(e.ID, hs[i])
-		switch tomb.apply(e, cur, ok) {
-		case rebuildSkip:
+		switch tomb.Apply(e, cur, ok) {
+		case dbfile.RebuildSkip:
 			continue
-		case rebuildDelete:
+		case dbfile.RebuildDelete:
 			c.idx.DeleteAt(at)
 			continue
 		}

@@ -1,188 +1,34 @@
 package engine
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/engine/vfs"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
-// The MANIFEST's edit log. A container created, deleted or given new
-// properties, or compacted, does not rewrite the whole MANIFEST (whose
-// size grows with the number of containers): it appends one edit, the new
-// state of that one container and of the few counters outside the
-// containers, and fsyncs. The full snapshot is rewritten (through a
-// temporary file and a rename) only when the edits have grown past
-// manifestLogFactor times the snapshot, by a clock reset, and at Close, so
-// the cost of a metadata change does not grow with the number of
-// containers. A seal appends one edit too, naming the containers it wrote
-// files for and moving the journal's replay start (see manifestEdit). Each edit is framed as
-//
-//	+--------+--------+----------------+
-//	| crc32c | length | msgpack edit   |
-//	| u32 LE | u32 LE | length bytes   |
-//	+--------+--------+----------------+
-//
-// where the crc covers the length and the edit. Only the last edit can be
-// torn by a crash (each one is fsynced before the change is acknowledged
-// and before the next is written), so a frame that is cut off or fails its
-// checksum, with no sound frame anywhere after it, is the unacknowledged
-// last edit: Open cuts it, keeping a copy of the cut bytes under broken/
-// when there is room (see repairManifest). A bad frame followed by a sound
-// one is damage to an acknowledged edit: ErrCorrupt.
+// The MANIFEST's edit log (its framing is package dbfile's). A container
+// created, deleted or given new properties, or compacted, does not rewrite
+// the whole MANIFEST (whose size grows with the number of containers): it
+// appends one edit, the new state of that one container and of the few
+// counters outside the containers, and fsyncs. The full snapshot is
+// rewritten (through a temporary file and a rename) only when the edits
+// have grown past manifestLogFactor times the snapshot, by a clock reset,
+// and at Close, so the cost of a metadata change does not grow with the
+// number of containers. A seal appends one edit too, naming the containers
+// it wrote files for and moving the journal's replay start (see
+// dbfile.ManifestEdit). Open cuts a torn last edit, keeping a copy of the
+// cut bytes under broken/ when there is room (see repairManifest).
 const (
-	editHeader = 8
 	// manifestLogFactor: the snapshot is rewritten when the edits after it
 	// take more than this many times its size (and manifestLogMin bytes).
 	manifestLogFactor = 4
 	manifestLogMin    = 64 << 10
 )
-
-// manifestEdit is one record of the edit log: the counters outside the
-// containers as they are after the change, the containers it puts (whole,
-// replacing any with the same number) and the numbers it deletes.
-//
-// JournalFrom 0 leaves the replay start as it was, and the edits of every
-// change but a seal do: only a seal's edit, which lists the files of every
-// container the seal wrote to, and a snapshot, which lists every
-// container's files, move it. A seal sets the DB's journalFrom once its
-// files are written but before the MANIFEST lists them; an edit of another
-// change written in between that carried it would, after a crash, start
-// replay past records that no listed file holds. (Edit logs written before
-// carry a JournalFrom in every edit, and it is applied.)
-type manifestEdit struct {
-	NextFile      uint32          `msgpack:"next_file"`
-	NextContainer uint32          `msgpack:"next_container"`
-	JournalFrom   uint64          `msgpack:"journal_from"`
-	Clock         int64           `msgpack:"clock"`
-	Put           []containerMeta `msgpack:"put,omitempty"`
-	Del           []uint32        `msgpack:"del,omitempty"`
-}
-
-// appendEdit appends e's frame to dst.
-func appendEdit(dst []byte, e *manifestEdit) ([]byte, error) {
-	body, err := msgpack.Marshal(e)
-	if err != nil {
-		return dst, err
-	}
-	return appendFrame(dst, body), nil
-}
-
-// appendFrame appends body framed as an edit to dst.
-func appendFrame(dst, body []byte) []byte {
-	var h [editHeader]byte
-	binary.LittleEndian.PutUint32(h[4:], uint32(len(body)))
-	binary.LittleEndian.PutUint32(h[:4], crc32.Update(crc32.Checksum(h[4:], castagnoli), castagnoli, body))
-	return append(append(dst, h[:]...), body...)
-}
-
-// applyEdits applies the edit log log (the bytes after the snapshot, which
-// starts at file offset base) to m. It returns the length of the sound
-// prefix of log: less than len(log) when the tail is a torn last edit.
-func applyEdits(m *manifest, log []byte, base int, path string) (int, error) {
-	if len(log) == 0 {
-		return 0, nil
-	}
-	pos := make(map[uint32]int, len(m.Containers))
-	for i, cm := range m.Containers {
-		pos[cm.Num] = i
-	}
-	gone := make(map[uint32]bool)
-	p := 0
-	for p < len(log) {
-		rest := log[p:]
-		end, ok := editFrame(rest)
-		if !ok {
-			if allZero(rest) {
-				break // the file grew, but the last edit's bytes never came
-			}
-			// A bad frame is the torn last edit when no sound edit
-			// follows it; otherwise an acknowledged edit was damaged.
-			for q := 1; q < len(rest); q++ {
-				if _, ok := editFrame(rest[q:]); ok {
-					return 0, fmt.Errorf("%s: manifest edit at offset %d is damaged, and a sound edit follows at offset %d: %w",
-						path, base+p, base+p+q, ErrCorrupt)
-				}
-			}
-			break
-		}
-		body := rest[editHeader:end]
-		var e manifestEdit
-		err := msgpackLengthsFit(body)
-		if err == nil {
-			err = msgpack.Unmarshal(body, &e)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("%s: manifest edit at offset %d: %v: %w", path, base+p, err, ErrCorrupt)
-		}
-		m.NextFile, m.NextContainer, m.Clock = e.NextFile, e.NextContainer, e.Clock
-		if e.JournalFrom != 0 {
-			m.JournalFrom = e.JournalFrom
-		}
-		for _, cm := range e.Put {
-			if i, ok := pos[cm.Num]; ok {
-				m.Containers[i] = cm
-			} else {
-				pos[cm.Num] = len(m.Containers)
-				m.Containers = append(m.Containers, cm)
-			}
-			delete(gone, cm.Num)
-		}
-		for _, num := range e.Del {
-			if _, ok := pos[num]; !ok || gone[num] {
-				return 0, fmt.Errorf("%s: manifest edit at offset %d deletes container %d, which does not exist: %w",
-					path, base+p, num, ErrCorrupt)
-			}
-			gone[num] = true
-		}
-		p += end
-	}
-	if len(gone) > 0 {
-		kept := m.Containers[:0]
-		for _, cm := range m.Containers {
-			if !gone[cm.Num] {
-				kept = append(kept, cm)
-			}
-		}
-		m.Containers = kept
-	}
-	if len(m.Containers) == 0 {
-		m.Containers = nil
-	}
-	sort.SliceStable(m.Containers, func(i, j int) bool { return m.Containers[i].Num < m.Containers[j].Num })
-	return p, nil
-}
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// editFrame reports whether b starts with a whole edit frame whose checksum
-// holds, and its length.
-func editFrame(b []byte) (int, bool) {
-	if len(b) < editHeader {
-		return 0, false
-	}
-	n := binary.LittleEndian.Uint32(b[4:])
-	if uint64(n) > uint64(len(b)-editHeader) {
-		return 0, false
-	}
-	end := editHeader + int(n)
-	sum := crc32.Update(crc32.Checksum(b[4:8], castagnoli), castagnoli, b[editHeader:end])
-	return end, sum == binary.LittleEndian.Uint32(b)
-}
 
 // repairManifest cuts a torn last edit off the MANIFEST at path, whose
 // sound part is the first keep bytes of data. It keeps a copy of the bytes
@@ -195,7 +41,7 @@ func editFrame(b []byte) (int, bool) {
 // cut is made anyway and the failure logged, as for the journal's torn
 // tail: a database on a full disk still opens.
 func repairManifest(fsys vfs.FS, dir string, data []byte, keep int, log *slog.Logger) error {
-	path := filepath.Join(dir, manifestName)
+	path := filepath.Join(dir, dbfile.ManifestName)
 	cut := data[keep:]
 	copyPath, err := keepManifestCopy(fsys, dir, cut[:min(len(cut), journal.MaxBrokenCopy)])
 	if err != nil {
@@ -224,15 +70,15 @@ func repairManifest(fsys vfs.FS, dir string, data []byte, keep int, log *slog.Lo
 // keepManifestCopy writes the bytes cut off the MANIFEST to a new file
 // under broken/; on failure it leaves nothing behind.
 func keepManifestCopy(fsys vfs.FS, dir string, cut []byte) (string, error) {
-	broken := filepath.Join(dir, brokenDir)
+	broken := filepath.Join(dir, dbfile.BrokenDir)
 	if err := fsys.MkdirAll(broken, 0o755); err != nil {
 		return "", err
 	}
-	return vfs.KeepCopy(fsys, broken, manifestName, cut)
+	return vfs.KeepCopy(fsys, broken, dbfile.ManifestName, cut)
 }
 
 // manifestLog is the DB's state of the MANIFEST's edit log, guarded by
-// DB.manMu.
+// DB.man.
 type manifestLog struct {
 	size     int64 // the file's size; 0 when not known yet
 	snap     int64 // the size of its snapshot part
@@ -252,22 +98,22 @@ func (l *manifestLog) rewrote(n int64) {
 	l.rewrites++
 }
 
-// logEdit makes a metadata change durable: the containers put (their whole
+// logEditLocked makes a metadata change durable: the containers put (their whole
 // current entry) and the container numbers deleted, with the counters.
-// db.mu is held; manMu is not. It appends one edit and fsyncs, with a cost
+// db.mu is held; db.man is not. It appends one edit and fsyncs, with a cost
 // that does not depend on how many containers there are; after a failed
 // append, or when the tail of the file is in doubt, it rewrites the whole
 // MANIFEST instead. On failure nothing of the change is durable, whatever
 // the file holds.
-func (db *DB) logEdit(put []*Container, del []uint32) error {
-	return db.logEditFrom(put, del, 0)
+func (db *DB) logEditLocked(put []*Container, del []uint32) error {
+	return db.logEditFromLocked(put, del, 0)
 }
 
-// logEditFrom is logEdit that also moves the journal's replay start to
+// logEditFromLocked is logEditLocked that also moves the journal's replay start to
 // journalFrom (0: leaves it). A seal uses it, with put holding every
 // container it wrote files for: once the edit is durable, those files hold
 // what the journal no longer needs to replay.
-func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) error {
+func (db *DB) logEditFromLocked(put []*Container, del []uint32, journalFrom uint64) error {
 	if len(put) > 0 {
 		// A container's entry names its files as they are now, perhaps
 		// just after a compaction dropped records that journal entries
@@ -277,23 +123,23 @@ func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) er
 			return err
 		}
 	}
-	db.manMu.Lock()
-	defer db.manMu.Unlock()
-	path := filepath.Join(db.dir, manifestName)
-	if db.manLog.size == 0 && !db.manLog.rewrite {
+	db.man.Lock()
+	defer db.man.Unlock()
+	path := filepath.Join(db.dir, dbfile.ManifestName)
+	if db.man.log.size == 0 && !db.man.log.rewrite {
 		// The first change since Open: the file is as Open left it.
 		st, err := db.fs.Stat(path)
 		if err != nil {
 			return fmt.Errorf("ebb: write manifest: %w", err)
 		}
-		db.manLog.size, db.manLog.snap = st.Size(), st.Size()
+		db.man.log.size, db.man.log.snap = st.Size(), st.Size()
 	}
-	if db.manLog.rewrite {
+	if db.man.log.rewrite {
 		return db.rewriteManifestLocked()
 	}
-	e := &manifestEdit{
-		NextFile:      db.nextFile,
-		NextContainer: db.nextContainer,
+	e := &dbfile.ManifestEdit{
+		NextFile:      db.man.nextFile,
+		NextContainer: db.man.nextContainer,
 		Clock:         db.clock.highest(),
 		JournalFrom:   journalFrom, // 0 but for a seal: see manifestEdit
 		Del:           del,
@@ -302,9 +148,9 @@ func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) er
 		if c.isDeleted() {
 			continue // its deletion is logged: putting it back would undo it
 		}
-		e.Put = append(e.Put, c.meta())
+		e.Put = append(e.Put, c.metaLocked())
 	}
-	b, err := appendEdit(nil, e)
+	b, err := dbfile.AppendEdit(nil, e)
 	if err != nil {
 		return fmt.Errorf("ebb: encode manifest edit: %w", err)
 	}
@@ -320,20 +166,20 @@ func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) er
 		// Take the edit back, so the file again ends with the last
 		// acknowledged change; if even that fails, the next change
 		// rewrites the file whole before anything is appended to it.
-		if terr := f.Truncate(db.manLog.size); terr != nil || f.Sync() != nil {
-			db.manLog.rewrite = true
+		if terr := f.Truncate(db.man.log.size); terr != nil || f.Sync() != nil {
+			db.man.log.rewrite = true
 		}
 		f.Close()
 		return fmt.Errorf("ebb: write manifest: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		db.manLog.rewrite = true
+		db.man.log.rewrite = true
 		return fmt.Errorf("ebb: write manifest: %w", err)
 	}
-	db.manLog.size += int64(len(b))
-	db.manLog.edits++
-	if db.manLog.compacting {
-		db.manLog.pending = append(db.manLog.pending, b...)
+	db.man.log.size += int64(len(b))
+	db.man.log.edits++
+	if db.man.log.compacting {
+		db.man.log.pending = append(db.man.log.pending, b...)
 	}
 	db.notePersistedClock(e.Clock)
 	return nil
@@ -348,8 +194,8 @@ func (db *DB) logEditFrom(put []*Container, del []uint32, journalFrom uint64) er
 func (db *DB) saveContainer(c *Container) error {
 	db.mu.RLock()
 	var err error
-	if db.byNum[c.num] == c {
-		err = db.logEdit([]*Container{c}, nil)
+	if db.mu.byNum[c.num] == c {
+		err = db.logEditLocked([]*Container{c}, nil)
 	}
 	db.mu.RUnlock()
 	if err == nil {
@@ -370,18 +216,18 @@ func (db *DB) compactManifest() {
 		return
 	}
 	db.mu.RLock()
-	db.manMu.Lock()
-	l := &db.manLog
+	db.man.Lock()
+	l := &db.man.log
 	logBytes := l.size - l.snap
 	if l.compacting || l.rewrite || l.size == 0 || logBytes <= manifestLogMin || logBytes <= manifestLogFactor*l.snap {
-		db.manMu.Unlock()
+		db.man.Unlock()
 		db.mu.RUnlock()
 		return
 	}
 	m := db.manifestLocked()
 	gen := l.rewrites
 	l.compacting, l.pending = true, nil
-	db.manMu.Unlock()
+	db.man.Unlock()
 	db.mu.RUnlock()
 	if err := db.writeCompacted(m, gen); err != nil {
 		db.log.Warn("ebb: rewriting the MANIFEST failed; its edit log is kept", "err", err)
@@ -390,14 +236,14 @@ func (db *DB) compactManifest() {
 
 // writeCompacted writes m, taken when the log had seen gen snapshots, as
 // the new MANIFEST, followed by the edits appended since.
-func (db *DB) writeCompacted(m *manifest, gen int64) (err error) {
-	tmp := filepath.Join(db.dir, manifestName+".compact")
+func (db *DB) writeCompacted(m *dbfile.Manifest, gen int64) (err error) {
+	tmp := filepath.Join(db.dir, dbfile.ManifestName+".compact")
 	defer func() {
 		if err != nil {
 			db.fs.Remove(tmp)
 		}
 	}()
-	b, err := encodeManifest(m)
+	b, err := dbfile.EncodeManifest(m)
 	if err != nil {
 		return err
 	}
@@ -416,9 +262,9 @@ func (db *DB) writeCompacted(m *manifest, gen int64) (err error) {
 	if err = f.Sync(); err != nil {
 		return err
 	}
-	db.manMu.Lock()
-	defer db.manMu.Unlock()
-	l := &db.manLog
+	db.man.Lock()
+	defer db.man.Unlock()
+	l := &db.man.log
 	defer func() { l.compacting, l.pending = false, nil }()
 	if l.rewrites != gen || l.rewrite || db.closed.Load() {
 		// A full rewrite came first (or the file's tail is in doubt and
@@ -442,7 +288,7 @@ func (db *DB) writeCompacted(m *manifest, gen int64) (err error) {
 	if err != nil {
 		return err
 	}
-	if err = db.fs.Rename(tmp, filepath.Join(db.dir, manifestName)); err != nil {
+	if err = db.fs.Rename(tmp, filepath.Join(db.dir, dbfile.ManifestName)); err != nil {
 		return err
 	}
 	if err := db.fs.SyncDir(db.dir); err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/internal/testutil"
 	"github.com/ebbdb/ebb/engine/vfs"
 )
@@ -28,9 +29,9 @@ func TestCreateHoldsCommitQueueForOneEdit(t *testing.T) {
 	db := openTest(t, fastDir(t), newFakeClock(t0), func(o *Options) { o.FS = cfs; o.CompactionInterval = -1 })
 	defer db.Close()
 	leading := func() bool {
-		db.commitMu.Lock()
-		defer db.commitMu.Unlock()
-		return db.leading
+		db.commit.Lock()
+		defer db.commit.Unlock()
+		return db.commit.leading
 	}
 	cfs.inQueue.Store(&leading)
 	n := 3000
@@ -105,14 +106,14 @@ func (f *manCountFS) count(fn func(c *manCounts, onLoop bool)) {
 
 func (f *manCountFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
 	file, err := f.FS.OpenFile(name, flag, perm)
-	if err != nil || !strings.Contains(name, manifestName) {
+	if err != nil || !strings.Contains(name, dbfile.ManifestName) {
 		return file, err
 	}
 	return &manCountFile{File: file, fs: f}, nil
 }
 
 func (f *manCountFS) Rename(oldname, newname string) error {
-	if strings.Contains(newname, manifestName) {
+	if strings.Contains(newname, dbfile.ManifestName) {
 		f.count(func(c *manCounts, onLoop bool) {
 			c.renames++
 			if onLoop {
@@ -196,9 +197,9 @@ func TestManifestEditsConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	db.manMu.Lock()
-	rewrites := db.manLog.rewrites
-	db.manMu.Unlock()
+	db.man.Lock()
+	rewrites := db.man.log.rewrites
+	db.man.Unlock()
 	if rewrites < 2 {
 		t.Fatalf("%d MANIFEST rewrites: the edit log was not compacted while changes went on", rewrites)
 	}
@@ -248,10 +249,10 @@ func TestManifestEditKeepsReplayStart(t *testing.T) {
 				}
 			}
 			db.sealMu.Lock()
-			db.manMu.Lock()
-			was := db.journalFrom
-			db.journalFrom = db.jnl.NextSeq() // as a seal does before its MANIFEST write
-			db.manMu.Unlock()
+			db.man.Lock()
+			was := db.man.journalFrom
+			db.man.journalFrom = db.jnl.NextSeq() // as a seal does before its MANIFEST write
+			db.man.Unlock()
 			var err error
 			switch change {
 			case "create":
@@ -265,9 +266,9 @@ func TestManifestEditKeepsReplayStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			crashed := testutil.MustCopyDir(t, dir, filepath.Join(t.TempDir(), "crashed"))
-			db.manMu.Lock()
-			db.journalFrom = was
-			db.manMu.Unlock()
+			db.man.Lock()
+			db.man.journalFrom = was
+			db.man.Unlock()
 			db.sealMu.Unlock()
 
 			db2 := openTest(t, crashed, clk)

@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 )
 
 // openBenchContainer is the container BenchmarkOpen fills.
@@ -176,7 +178,7 @@ func openBenchFill(b *testing.B, dir string, n int) {
 	if err := os.WriteFile(marker, []byte(strconv.Itoa(n)), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	segs, files := dirBytes(filepath.Join(dir, segmentDir))
-	jnl, _ := dirBytes(filepath.Join(dir, journalDir))
+	segs, files := dirBytes(filepath.Join(dir, dbfile.SegmentDir))
+	jnl, _ := dirBytes(filepath.Join(dir, dbfile.JournalDir))
 	b.Logf("filled %d items: %d segment files of %.1f MB, journal %.1f MB", n, files, float64(segs)/1e6, float64(jnl)/1e6)
 }

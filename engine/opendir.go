@@ -7,25 +7,22 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/vfs"
 )
-
-// Names of the files ebb keeps at the top of a database directory, besides
-// the folders journalDir, segmentDir and brokenDir.
-const lockName = "LOCK"
 
 // ownNames are the entries ebb creates at the top of a database directory:
 // what a directory may hold without a MANIFEST and still be taken for an
 // interrupted creation of a database rather than someone else's files.
 var ownNames = map[string]bool{
-	lockName:              true,
-	manifestName:          true,
-	manifestName + ".tmp": true,
-	clockName:             true,
-	clockName + ".tmp":    true,
-	journalDir:            true,
-	segmentDir:            true,
-	brokenDir:             true,
+	dbfile.LockName:              true,
+	dbfile.ManifestName:          true,
+	dbfile.ManifestName + ".tmp": true,
+	dbfile.ClockName:             true,
+	dbfile.ClockName + ".tmp":    true,
+	dbfile.JournalDir:            true,
+	dbfile.SegmentDir:            true,
+	dbfile.BrokenDir:             true,
 }
 
 // checkOpenDir decides, before Open writes anything, whether dir may hold
@@ -53,7 +50,7 @@ func checkOpenDir(fsys vfs.FS, dir string) error {
 	}
 	var foreign []string
 	for _, e := range ents {
-		if e.Name() == manifestName {
+		if e.Name() == dbfile.ManifestName {
 			return nil
 		}
 		if !ownNames[e.Name()] {
@@ -72,7 +69,7 @@ func checkOpenDir(fsys vfs.FS, dir string) error {
 		more = fmt.Sprintf(" and %d more", len(foreign)-len(shown))
 	}
 	return fmt.Errorf("%w: %s is not empty and has no %s; it holds %s%s, which ebb did not create (give a new or empty directory)",
-		ErrNoDatabase, dir, manifestName, strings.Join(quoteAll(shown), ", "), more)
+		ErrNoDatabase, dir, dbfile.ManifestName, strings.Join(quoteAll(shown), ", "), more)
 }
 
 func quoteAll(names []string) []string {
@@ -81,26 +78,4 @@ func quoteAll(names []string) []string {
 		out[i] = strconv.Quote(n)
 	}
 	return out
-}
-
-// segmentFileName is the name of segment file num in the segment folder.
-func segmentFileName(num uint32) string { return fmt.Sprintf("%08d.seg", num) }
-
-// segmentFileNum parses the name of a segment file ebb wrote, NNNNNNNN.seg
-// (eight or more decimal digits). Anything else is not ebb's.
-func segmentFileNum(name string) (uint32, bool) {
-	digits, ok := strings.CutSuffix(name, ".seg")
-	if !ok || len(digits) < 8 {
-		return 0, false
-	}
-	for _, r := range digits {
-		if r < '0' || r > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseUint(digits, 10, 32)
-	if err != nil || segmentFileName(uint32(n)) != name {
-		return 0, false
-	}
-	return uint32(n), true
 }

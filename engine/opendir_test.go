@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 )
 
 // treeOf lists every path under dir with its size (folders as -1), so that
@@ -209,7 +211,7 @@ func TestOpenWarnsOnDamagedClock(t *testing.T) {
 		dir := t.TempDir()
 		db := openTest(t, dir, clk)
 		db.Close()
-		if err := os.WriteFile(filepath.Join(dir, clockName), content, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, dbfile.ClockName), content, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		var logs bytes.Buffer

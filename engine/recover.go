@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
 )
 
@@ -19,7 +20,7 @@ func (db *DB) recover() error {
 		if err := db.checkEmpty(); err != nil {
 			return err
 		}
-		m = &manifest{NextFile: 1, NextContainer: 1, JournalFrom: 1}
+		m = &dbfile.Manifest{NextFile: 1, NextContainer: 1, JournalFrom: 1}
 		db.clock = newClock(db.opts.Clock, 0, db.log)
 		if err := writeManifest(db.fs, db.dir, m); err != nil {
 			return err
@@ -27,8 +28,8 @@ func (db *DB) recover() error {
 	case err != nil:
 		return fmt.Errorf("ebb: open %s: %w", db.dir, err)
 	}
-	db.nextFile, db.nextContainer, db.journalFrom = m.NextFile, m.NextContainer, m.JournalFrom
-	clockFile, damaged, err := loadClockFile(db.fs, db.dir)
+	db.man.nextFile, db.man.nextContainer, db.man.journalFrom = m.NextFile, m.NextContainer, m.JournalFrom
+	cf, damaged, err := dbfile.LoadClockFile(db.fs, db.dir)
 	if err != nil {
 		return err
 	}
@@ -39,24 +40,24 @@ func (db *DB) recover() error {
 		// seconds since the last manifest write. The next clock write
 		// replaces the file.
 		db.log.Warn("ebb: the CLOCK file does not decode; ignored, the MANIFEST's clock is the floor until it is rewritten",
-			"file", filepath.Join(db.dir, clockName), "size", damaged)
+			"file", filepath.Join(db.dir, dbfile.ClockName), "size", damaged)
 	}
-	floor := max(m.Clock, clockFile.high)
+	floor := max(m.Clock, cf.High)
 	db.clock = newClock(db.opts.Clock, floor, db.log)
 	db.clockPersisted.Store(floor)
-	db.clockInFile.Store(clockFile.high)
-	db.clockResetSeq.Store(clockFile.resetSeq)
+	db.clockInFile.Store(cf.High)
+	db.clockResetSeq.Store(cf.ResetSeq)
 
 	referenced := make(map[uint32]bool)
 	for _, cm := range m.Containers {
-		h := toHistory(cm.History)
+		h := dbfile.ToHistory(cm.History)
 		if len(h) == 0 {
 			return fmt.Errorf("ebb: manifest: container %q has no policy history: %w", cm.ID, ErrCorrupt)
 		}
-		props := ContainerProperties{ID: cm.ID, DefaultTTL: h.Current(), Indexing: cm.Indexing, IncludedPaths: cm.Included, ExcludedPaths: cm.Excluded}
+		props := ContainerProperties{ID: cm.ID, DefaultTTL: h.Current(), Indexing: IndexingMode(cm.Indexing), IncludedPaths: cm.Included, ExcludedPaths: cm.Excluded}
 		c := newContainer(db, cm.Num, props, h)
-		db.containers[cm.ID] = c
-		db.byNum[cm.Num] = c
+		db.mu.containers[cm.ID] = c
+		db.mu.byNum[cm.Num] = c
 		for _, num := range cm.Files {
 			referenced[num] = true
 		}
@@ -78,8 +79,8 @@ func (db *DB) recover() error {
 		return err
 	}
 
-	jdir := filepath.Join(db.dir, journalDir)
-	db.jnl, err = journal.Open(jdir, filepath.Join(db.dir, brokenDir), journal.Options{
+	jdir := filepath.Join(db.dir, dbfile.JournalDir)
+	db.jnl, err = journal.Open(jdir, filepath.Join(db.dir, dbfile.BrokenDir), journal.Options{
 		SegmentSize: db.opts.JournalSegmentSize,
 		NoSync:      db.opts.NoSync,
 		Logger:      db.log,
@@ -95,7 +96,7 @@ func (db *DB) recover() error {
 		return err
 	}
 	now := db.clock.now()
-	for _, c := range db.byNum {
+	for _, c := range db.mu.byNum {
 		c.mu.Lock()
 		c.nextDue.Store(c.idx.NextDue())
 		c.advanceLocked(now)
@@ -107,7 +108,7 @@ func (db *DB) recover() error {
 // checkEmpty refuses to create a new database over files that look like
 // one whose manifest is missing: that would lose its data.
 func (db *DB) checkEmpty() error {
-	for _, sub := range []string{journalDir, segmentDir} {
+	for _, sub := range []string{dbfile.JournalDir, dbfile.SegmentDir} {
 		ents, err := db.fs.ReadDir(filepath.Join(db.dir, sub))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("ebb: open %s: %w", db.dir, err)
@@ -125,7 +126,7 @@ func (db *DB) checkEmpty() error {
 // candidates; any other file in the folder is not ebb's, and is left alone
 // with a warning.
 func (db *DB) removeOrphans(referenced map[uint32]bool) error {
-	dir := filepath.Join(db.dir, segmentDir)
+	dir := filepath.Join(db.dir, dbfile.SegmentDir)
 	ents, err := db.fs.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("ebb: open %s: %w", dir, err)
@@ -133,7 +134,7 @@ func (db *DB) removeOrphans(referenced map[uint32]bool) error {
 	removed := 0
 	for _, e := range ents {
 		name := e.Name()
-		num, ok := segmentFileNum(name)
+		num, ok := dbfile.SegmentFileNum(name)
 		if !ok || e.IsDir() {
 			db.log.Warn("ebb: left alone a file ebb did not write in its segment folder", "file", filepath.Join(dir, name))
 			continue

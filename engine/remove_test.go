@@ -8,12 +8,15 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 // segNames lists the files in dir's segment folder.
 func segNames(t *testing.T, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(dir, segmentDir))
+	ents, err := os.ReadDir(filepath.Join(dir, dbfile.SegmentDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +93,12 @@ func TestRemovedFilesLeaveDisk(t *testing.T) {
 					t.Fatalf("dropFiles left %d of %d files", left, len(nums))
 				}
 				db.Close()
-				s, err := takeSnapshot(dir)
+				rep, err := tool.Inspect(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s.close()
-				if len(s.orphans) > 0 {
-					t.Fatalf("after Close, files the MANIFEST does not name are on disk: %v", s.orphans)
+				if len(rep.Orphans) > 0 {
+					t.Fatalf("after Close, files the MANIFEST does not name are on disk: %v", rep.Orphans)
 				}
 			}
 			db = openTest(t, dir, clk)

@@ -27,7 +27,7 @@ type journalEntry struct {
 // of the goroutine in Open, which applies their records in journal order.
 func (db *DB) replay() error {
 	first, next := db.jnl.FirstSeq(), db.jnl.NextSeq()
-	from := db.journalFrom
+	from := db.man.journalFrom
 	switch {
 	case from > next:
 		return fmt.Errorf("ebb: journal ends before entry %d but the manifest says entries up to %d were sealed: %w", next, from-1, ErrCorrupt)
@@ -116,7 +116,7 @@ func (db *DB) replayEntry(seq uint64, payload []byte) error {
 			return fmt.Errorf("ebb: journal entry %d holds a record of seq %d: %w", seq, rec.Seq, ErrCorrupt)
 		}
 		off += n
-		c := db.byNum[rec.Container]
+		c := db.mu.byNum[rec.Container]
 		if c == nil {
 			continue // its container was deleted
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebbdb/ebb/compactor"
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/index"
@@ -82,9 +83,9 @@ func (db *DB) memLimit() int64 { return 4 * db.opts.SealThreshold }
 // the last seal failed, it refuses the write instead of waiting forever.
 func (db *DB) waitForRoom(ctx context.Context) error {
 	for db.memBytes.Load() > db.memLimit() {
-		db.roomMu.Lock()
-		ch, serr := db.roomCh, db.sealErr
-		db.roomMu.Unlock()
+		db.room.Lock()
+		ch, serr := db.room.ch, db.room.sealErr
+		db.room.Unlock()
 		if serr != nil {
 			return fmt.Errorf("ebb: write refused: %d bytes wait to be sealed and sealing failed: %w", db.memBytes.Load(), serr)
 		}
@@ -110,11 +111,11 @@ func (db *DB) kickSeal() {
 
 // roomMade wakes writers waiting for room after a seal attempt.
 func (db *DB) roomMade(err error) {
-	db.roomMu.Lock()
-	defer db.roomMu.Unlock()
-	db.sealErr = err
-	close(db.roomCh)
-	db.roomCh = make(chan struct{})
+	db.room.Lock()
+	defer db.room.Unlock()
+	db.room.sealErr = err
+	close(db.room.ch)
+	db.room.ch = make(chan struct{})
 }
 
 // sealNowLocked seals every container's memtable; db.sealMu is held.
@@ -133,7 +134,7 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 		db.memGen++
 		db.mu.RLock()
 		defer db.mu.RUnlock()
-		for _, c := range db.byNum {
+		for _, c := range db.mu.byNum {
 			c.mu.Lock()
 			if len(c.mem.recs) > 0 {
 				c.frozen, c.mem = c.mem, newMemtable(db.memGen)
@@ -158,14 +159,14 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 	if err := db.journalDurable(); err != nil {
 		return err
 	}
-	db.manMu.Lock()
-	db.journalFrom = through + 1
-	db.manMu.Unlock()
+	db.man.Lock()
+	db.man.journalFrom = through + 1
+	db.man.Unlock()
 	// One edit names the files of every container sealed and moves the
 	// replay start past through, at a cost that grows with the containers
 	// written to, not with all there are.
 	db.mu.RLock()
-	err = db.logEditFrom(sealed, nil, through+1)
+	err = db.logEditFromLocked(sealed, nil, through+1)
 	db.mu.RUnlock()
 	if err != nil {
 		return err
@@ -293,7 +294,7 @@ func (c *Container) sealFrozen() (bool, error) {
 		}
 		made = append(made, f)
 	}
-	if err := db.syncDir(filepath.Join(db.dir, segmentDir)); err != nil {
+	if err := db.syncDir(filepath.Join(db.dir, dbfile.SegmentDir)); err != nil {
 		return fail(err)
 	}
 

@@ -3,8 +3,9 @@ package engine
 import (
 	"fmt"
 	"slices"
-	"strconv"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/policy"
 )
 
@@ -26,17 +27,9 @@ const (
 	IndexingNone
 )
 
-func (m IndexingMode) String() string {
-	switch m {
-	case IndexingConsistent:
-		return "consistent"
-	case IndexingLazy:
-		return "lazy"
-	case IndexingNone:
-		return "none"
-	}
-	return "IndexingMode(" + strconv.Itoa(int(m)) + ")"
-}
+// String is "consistent", "lazy" or "none", the names the MANIFEST's
+// readers (package engine/tool) report too.
+func (m IndexingMode) String() string { return dbfile.IndexingName(uint8(m)) }
 
 // ContainerProperties are a container's settings.
 type ContainerProperties struct {
@@ -127,6 +120,10 @@ type Stats struct {
 // WriteOption adjusts one write.
 type WriteOption func(*writeOptions)
 
+// etagOf is the etag of the version written with sequence seq
+// (docfmt.ETag).
+func etagOf(seq uint64) string { return docfmt.ETag(seq) }
+
 type writeOptions struct {
 	ifMatch string
 }
@@ -135,17 +132,4 @@ type writeOptions struct {
 // it fails with ErrPreconditionFailed when the etag differs.
 func IfMatch(etag string) WriteOption {
 	return func(o *writeOptions) { o.ifMatch = etag }
-}
-
-// etagOf renders the etag of the version written with sequence seq: the
-// sequence in 16 hex digits, quoted as Cosmos DB quotes its etags.
-func etagOf(seq uint64) string {
-	const hexDigits = "0123456789abcdef"
-	var b [18]byte
-	b[0], b[17] = '"', '"'
-	for i := 16; i >= 1; i-- {
-		b[i] = hexDigits[seq&15]
-		seq >>= 4
-	}
-	return string(b[:])
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 // TestClockReset: a database written with a clock years ahead keeps that
@@ -62,7 +63,7 @@ func TestClockReset(t *testing.T) {
 	}
 	stdout, stderr, code = ebb(t, "inspect", "--json", dir)
 	wantCode(t, code, exitOK, stdout, stderr)
-	var rep engine.Report
+	var rep tool.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

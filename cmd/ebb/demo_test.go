@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 // TestDemo runs the demo for real (about ten seconds) on a kept directory,
@@ -65,7 +65,7 @@ func TestDemo(t *testing.T) {
 	// The database is kept and sound.
 	stdout, stderr, code = ebb(t, "inspect", "--json", dir)
 	wantCode(t, code, exitOK, stdout, stderr)
-	var rep engine.Report
+	var rep tool.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ebbdb/ebb/engine"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/tool"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +38,7 @@ cut short by a crash) is reported as a note (exit 0).`,
 			if limit < 0 {
 				return usageError(fmt.Errorf("dump --limit %d: want 0 (no limit) or more", limit))
 			}
-			kind, recs, err := engine.DumpFile(args[0])
+			kind, recs, err := tool.DumpFile(args[0])
 			if err != nil {
 				return failed(err)
 			}
@@ -82,9 +82,9 @@ cut short by a crash) is reported as a note (exit 0).`,
 }
 
 // dumpLine writes r as one line of text.
-func dumpLine(w io.Writer, kind engine.FileKind, r *engine.DumpRecord, values bool) error {
+func dumpLine(w io.Writer, kind tool.FileKind, r *tool.DumpRecord, values bool) error {
 	at := r.Handle
-	if kind == engine.FileJournal {
+	if kind == tool.FileJournal {
 		at = fmt.Sprintf("#%d", r.Entry)
 	}
 	line := fmt.Sprintf("%-10d %-7s %-10d %-6s %-4d %-10d %-5s %-6d %s", r.Offset, at, r.Seq, r.Op, r.Container, r.TS, fmtItemTTL(r.TTL), r.Size, quoteID(r.ID))
@@ -112,13 +112,13 @@ func quoteID(id string) string {
 // dumpRecordJSON is one line of dump --json.
 type dumpRecordJSON struct {
 	Kind string `json:"kind"`
-	engine.DumpRecord
+	tool.DumpRecord
 	Doc json.RawMessage `json:"doc,omitempty"`
 	// DocText holds a document that is not valid JSON, as a string.
 	DocText string `json:"doc_text,omitempty"`
 }
 
-func dumpJSON(w io.Writer, kind engine.FileKind, r *engine.DumpRecord, values bool) error {
+func dumpJSON(w io.Writer, kind tool.FileKind, r *tool.DumpRecord, values bool) error {
 	line := dumpRecordJSON{Kind: string(kind), DumpRecord: *r}
 	if values {
 		if doc := r.Document(); doc != nil {

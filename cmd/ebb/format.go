@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 // Human formatting shared by the verbs: sizes, times, durations, tables.
@@ -55,7 +55,7 @@ func fmtTime(t int64) string { return time.Unix(t, 0).UTC().Format(timeLayout) }
 
 // fmtRange formats a time range; the end leaves out the date it shares
 // with the start.
-func fmtRange(r *engine.TimeRange) string {
+func fmtRange(r *tool.TimeRange) string {
 	if r == nil {
 		return "-"
 	}
@@ -101,7 +101,7 @@ func fmtShare(f float64) string {
 }
 
 // fmtSeq formats a seq range.
-func fmtSeq(r *engine.SeqRange) string {
+func fmtSeq(r *tool.SeqRange) string {
 	switch {
 	case r == nil:
 		return "-"

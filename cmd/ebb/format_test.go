@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 func TestFormat(t *testing.T) {
@@ -25,13 +26,13 @@ func TestFormat(t *testing.T) {
 		{fmtRel(100+7200+60, 100), "in 2h1m"},
 		{fmtTime(1_700_000_000), "2023-11-14 22:13:20Z"},
 		{fmtRange(nil), "-"},
-		{fmtRange(&engine.TimeRange{Min: 1_700_000_000, Max: 1_700_000_000}), "2023-11-14 22:13:20Z"},
-		{fmtRange(&engine.TimeRange{Min: 1_700_000_000, Max: 1_700_000_010}), "2023-11-14 22:13:20Z..22:13:30Z"},
-		{fmtRange(&engine.TimeRange{Min: 1_700_000_000, Max: 1_700_100_000}), "2023-11-14 22:13:20Z..2023-11-16 02:00:00Z"},
+		{fmtRange(&tool.TimeRange{Min: 1_700_000_000, Max: 1_700_000_000}), "2023-11-14 22:13:20Z"},
+		{fmtRange(&tool.TimeRange{Min: 1_700_000_000, Max: 1_700_000_010}), "2023-11-14 22:13:20Z..22:13:30Z"},
+		{fmtRange(&tool.TimeRange{Min: 1_700_000_000, Max: 1_700_100_000}), "2023-11-14 22:13:20Z..2023-11-16 02:00:00Z"},
 		{fmtShare(0), "0%"},
 		{fmtShare(0.004), "<1%"},
 		{fmtShare(0.5), "50%"},
-		{fmtSeq(&engine.SeqRange{First: 3, Last: 9}), "3-9"},
+		{fmtSeq(&tool.SeqRange{First: 3, Last: 9}), "3-9"},
 		{fmtFiles(nil), "-"},
 		{fmtFiles([]uint32{1, 4}), "1,4"},
 		{quoteID("a b"), `"a b"`},

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/tool"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +35,7 @@ added, never renamed or removed. Times are unix seconds, sizes bytes.`,
   ebb inspect --at 2030-01-01T00:00:00Z /var/lib/app/ebb   # what will still be live then`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := &engine.InspectOptions{}
+			opts := &tool.InspectOptions{}
 			if at != "" {
 				t, err := parseTime(at)
 				if err != nil {
@@ -43,7 +43,7 @@ added, never renamed or removed. Times are unix seconds, sizes bytes.`,
 				}
 				opts.Clock = func() time.Time { return t }
 			}
-			rep, err := engine.InspectWithOptions(args[0], opts)
+			rep, err := tool.InspectWithOptions(args[0], opts)
 			if err != nil {
 				return failed(err)
 			}
@@ -62,7 +62,7 @@ added, never renamed or removed. Times are unix seconds, sizes bytes.`,
 }
 
 // printReport writes rep as human tables.
-func printReport(w io.Writer, rep *engine.Report) error {
+func printReport(w io.Writer, rep *tool.Report) error {
 	p := &printer{w: w}
 	p.printf("database %s\n", rep.Dir)
 	p.printf("  now %s   clock %s   disk %s\n", fmtTime(rep.Now), fmtTime(rep.Clock), fmtBytes(rep.DiskBytes))
@@ -148,7 +148,7 @@ func printReport(w io.Writer, rep *engine.Report) error {
 }
 
 // expiryRange formats an expiry range with how far its ends are from now.
-func expiryRange(r *engine.TimeRange, now int64) string {
+func expiryRange(r *tool.TimeRange, now int64) string {
 	if r == nil {
 		return "-"
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/tool"
 )
 
 func TestInspectJSON(t *testing.T) {
@@ -22,7 +23,7 @@ func TestInspectJSON(t *testing.T) {
 	wantCode(t, code, exitOK, stdout, stderr)
 	golden(t, "inspect", normalize(stdout, dir))
 
-	var rep engine.Report
+	var rep tool.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/tool"
 	"github.com/spf13/cobra"
 )
 
@@ -65,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if ee.err != nil {
 		fmt.Fprintln(stderr, errorLine(ee.err))
 	}
-	if ee.code == exitUsage && ee.err != nil && !errors.Is(ee.err, engine.ErrNoDatabase) && !errors.Is(ee.err, engine.ErrUnknownFile) {
+	if ee.code == exitUsage && ee.err != nil && !errors.Is(ee.err, engine.ErrNoDatabase) && !errors.Is(ee.err, tool.ErrUnknownFile) {
 		fmt.Fprintln(stderr, "Run 'ebb --help' for usage.")
 	}
 	return ee.code
@@ -92,7 +93,7 @@ func usageError(err error) error { return &exitError{code: exitUsage, err: err} 
 // failed is the error of a command that failed: exit 1, or exit 2 when the
 // path given is not an ebb database or file.
 func failed(err error) error {
-	if errors.Is(err, engine.ErrNoDatabase) || errors.Is(err, engine.ErrUnknownFile) {
+	if errors.Is(err, engine.ErrNoDatabase) || errors.Is(err, tool.ErrUnknownFile) {
 		return &exitError{code: exitUsage, err: err}
 	}
 	return &exitError{code: exitFailed, err: err}

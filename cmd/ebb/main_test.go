@@ -173,7 +173,7 @@ func TestUsage(t *testing.T) {
 		{nil, exitUsage, "Usage:"},
 		{[]string{"--help"}, exitOK, ""},
 		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
-		{[]string{"bench", "--bench-dir"}, exitUsage, "--bench-dir needs a folder"},
+		{[]string{"bench", "fill", "--dir"}, exitUsage, "flag needs an argument: --dir"},
 		{[]string{"inspect"}, exitUsage, "inspect: accepts 1 arg(s), received 0"},
 		{[]string{"inspect", "a", "b"}, exitUsage, "accepts 1 arg(s), received 2"},
 		{[]string{"inspect", "--bogus", "x"}, exitUsage, "unknown flag: --bogus"},

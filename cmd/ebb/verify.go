@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/tool"
 	"github.com/spf13/cobra"
 )
 
@@ -31,7 +31,7 @@ and verify reports it as a note.`,
 		Example: `  ebb verify /var/lib/app/ebb && echo sound`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := engine.Verify(args[0])
+			rep, err := tool.Verify(args[0])
 			if err != nil {
 				return failed(err)
 			}
@@ -49,7 +49,7 @@ and verify reports it as a note.`,
 }
 
 // printVerify writes rep for a person.
-func printVerify(w io.Writer, rep *engine.VerifyReport) error {
+func printVerify(w io.Writer, rep *tool.VerifyReport) error {
 	p := &printer{w: w}
 	c := rep.Checked
 	p.printf("verify %s\n", rep.Dir)

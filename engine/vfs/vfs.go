@@ -2,8 +2,8 @@
 // operation the engine does on its own files (the MANIFEST, the CLOCK, the
 // LOCK, segment files, the journal's folder) goes through an FS, so that
 // tests can inject faults and simulate power loss. Production code uses OS,
-// which calls package os and adds nothing. The offline tools (Inspect,
-// Verify, DumpFile, snapshots) read with package os directly.
+// which calls package os and adds nothing. The offline tools (package
+// engine/tool) read with package os directly.
 //
 // # What an FS covers
 //

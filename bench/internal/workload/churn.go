@@ -47,6 +47,14 @@ type ChurnRun struct {
 	// steady window.
 	EbbReclaimLag float64 `json:"ebb_reclaim_lag_s,omitempty"`
 	EbbSpaceAmp   float64 `json:"ebb_space_amp,omitempty"`
+	// EbbCompactionWA is ebb's write amplification of compaction at the
+	// end of the run: (bytes sealed + bytes compaction wrote) / bytes
+	// sealed, 1 when every expired file was dropped whole. EbbFilesDropped
+	// and EbbFilesRewritten count the files compaction dropped unread and
+	// rewrote.
+	EbbCompactionWA   float64 `json:"ebb_compaction_wa,omitempty"`
+	EbbFilesDropped   int64   `json:"ebb_files_dropped,omitempty"`
+	EbbFilesRewritten int64   `json:"ebb_files_rewritten,omitempty"`
 }
 
 // ChurnSample is the state of a store at one instant.
@@ -233,6 +241,11 @@ func (run *ChurnRun) analyze(c ChurnConfig, lastExp float64) {
 		last := run.Samples[len(run.Samples)-1]
 		run.EndDisk = last.Disk
 		run.Watched = max(0, last.T-lastExp)
+		if sealed := last.Report["sealed_bytes"]; run.Store == "ebb" && sealed > 0 {
+			run.EbbCompactionWA = (sealed + last.Report["compacted_written"]) / sealed
+			run.EbbFilesDropped = int64(last.Report["files_dropped"])
+			run.EbbFilesRewritten = int64(last.Report["files_rewritten"])
+		}
 	}
 	for _, s := range run.Samples {
 		if s.T >= lastExp && float64(s.Disk) <= 0.1*float64(run.PeakDisk) {
@@ -267,6 +280,10 @@ func (r *ChurnResult) Markdown() string {
 	if e.Store != "" {
 		out += fmt.Sprintf("\nebb's own metrics over the steady window: space amplification %s (disk / live compressed bytes), reclaim lag %s s.\n",
 			trim(e.EbbSpaceAmp), trim(e.EbbReclaimLag))
+		if e.EbbCompactionWA > 0 {
+			out += fmt.Sprintf("ebb's write amplification of compaction: %s ((sealed + compacted written) / sealed; %d files dropped whole, %d rewritten).\n",
+				trim(e.EbbCompactionWA), e.EbbFilesDropped, e.EbbFilesRewritten)
+		}
 	}
 	return out
 }

@@ -197,6 +197,19 @@ func TestChurnAnalyze(t *testing.T) {
 	if run.EbbReclaimLag != 1 || run.EbbSpaceAmp != 1.5 || run.Watched != 3 {
 		t.Errorf("ebb figures %v %v, watched %v", run.EbbReclaimLag, run.EbbSpaceAmp, run.Watched)
 	}
+	if run.EbbCompactionWA != 0 {
+		t.Errorf("compaction write amplification %v without sealed bytes", run.EbbCompactionWA)
+	}
+	last := &run.Samples[len(run.Samples)-1]
+	last.Report = map[string]float64{"sealed_bytes": 1000, "compacted_written": 250, "files_dropped": 7, "files_rewritten": 2}
+	run.analyze(c, 12)
+	if run.EbbCompactionWA != 1.25 || run.EbbFilesDropped != 7 || run.EbbFilesRewritten != 2 {
+		t.Errorf("compaction write amplification %v, dropped %d, rewritten %d; want 1.25, 7, 2",
+			run.EbbCompactionWA, run.EbbFilesDropped, run.EbbFilesRewritten)
+	}
+	if md := (&ChurnResult{Config: c, Stores: []ChurnRun{run}}).Markdown(); !strings.Contains(md, "write amplification of compaction: 1.25") {
+		t.Errorf("markdown leaves out the compaction write amplification:\n%s", md)
+	}
 	never := ChurnRun{ReclaimLag: -1, Samples: []ChurnSample{{T: 1, Disk: 100, Live: 50}, {T: 20, Disk: 100}}}
 	never.analyze(c, 12)
 	if never.ReclaimLag != -1 {

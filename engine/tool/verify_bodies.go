@@ -1,4 +1,4 @@
-package engine
+package tool
 
 import (
 	"fmt"
@@ -10,7 +10,8 @@ import (
 // Every stored body, in the segment files and in the journal, must be one
 // the query path decodes: a record that a read returns but a query cannot
 // decode would make every scan and query of its container fail. Writes
-// refuse such documents (parseDocument applies the decoder's rules), so one
+// refuse such documents (the engine's document parser applies the decoder's
+// rules), so one
 // found here was written by an older version or damaged in a way no
 // checksum caught.
 

@@ -1,4 +1,4 @@
-package engine
+package tool
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -51,7 +52,7 @@ func (r *DumpRecord) Document() []byte {
 	if r.Body == nil {
 		return nil
 	}
-	return renderBody(nil, r.Body, r.TS, etagOf(r.Seq))
+	return docfmt.Render(nil, r.Body, r.TS, docfmt.ETag(r.Seq))
 }
 
 func dumpRecord(rec *segment.Record, size int, offset int64) DumpRecord {
@@ -67,13 +68,14 @@ func dumpRecord(rec *segment.Record, size int, offset int64) DumpRecord {
 // with the segment magic, or is named *.seg; a journal file is named by its
 // first seq, or starts with a valid journal entry) and returns the records
 // in file order, streaming: its memory does not grow with the file. The sequence yields the first damage found (wrapping
-// ErrCorrupt) and stops: for a segment file that is a
+// engine.ErrCorrupt) and stops: for a segment file that is a
 // *segment.CorruptError, for a journal file a *journal.CorruptError, whose
 // Torn field tells a torn tail.
 //
 // It fails with ErrUnknownFile when path does not exist, is not a regular
 // file (a fifo, a device) or is neither kind,
-// and with an error wrapping ErrCorrupt when a segment file cannot be opened.
+// and with an error wrapping engine.ErrCorrupt when a segment file cannot
+// be opened.
 func DumpFile(path string) (FileKind, iter.Seq2[DumpRecord, error], error) {
 	fi, err := os.Stat(path)
 	switch {

@@ -1,4 +1,4 @@
-package engine
+package tool
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
 )
 
@@ -35,8 +37,8 @@ func buildJournalDB(t *testing.T) (dir string, files []string) {
 	dir = t.TempDir()
 	clk := &inspectClock{}
 	clk.sec.Store(inspectT0)
-	db := openInspectDB(t, dir, clk, func(o *Options) { o.JournalSegmentSize = 1 << 10 })
-	c, err := db.CreateContainer(context.Background(), ContainerProperties{ID: "j", DefaultTTL: TTL(-1)})
+	db := openInspectDB(t, dir, clk, func(o *engine.Options) { o.JournalSegmentSize = 1 << 10 })
+	c, err := db.CreateContainer(context.Background(), engine.ContainerProperties{ID: "j", DefaultTTL: engine.TTL(-1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func buildJournalDB(t *testing.T) (dir string, files []string) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	files, err = journal.Files(filepath.Join(dir, journalDir))
+	files, err = journal.Files(filepath.Join(dir, dbfile.JournalDir))
 	if err != nil || len(files) < 4 {
 		t.Fatalf("journal files %v: %v", files, err)
 	}
@@ -122,7 +124,7 @@ func segmentIndexOffset(t *testing.T, path string) int64 {
 }
 
 func TestVerifyDamage(t *testing.T) {
-	seg1 := segmentRel(1)
+	seg1 := dbfile.SegmentRel(1)
 	cases := []struct {
 		name   string
 		damage func(t *testing.T, dir string)
@@ -173,20 +175,20 @@ func TestVerifyDamage(t *testing.T) {
 		},
 		{
 			name:   "flipped bit in the MANIFEST",
-			damage: func(t *testing.T, dir string) { flipBit(t, filepath.Join(dir, manifestName), -3) },
-			file:   manifestName, what: "checksum mismatch",
+			damage: func(t *testing.T, dir string) { flipBit(t, filepath.Join(dir, dbfile.ManifestName), -3) },
+			file:   dbfile.ManifestName, what: "checksum mismatch",
 		},
 		{
 			name:   "missing MANIFEST",
-			damage: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, manifestName)) },
-			file:   manifestName, what: "missing",
+			damage: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, dbfile.ManifestName)) },
+			file:   dbfile.ManifestName, what: "missing",
 		},
 		{
 			name: "damaged CLOCK",
 			damage: func(t *testing.T, dir string) {
-				os.WriteFile(filepath.Join(dir, clockName), []byte("0123456789ab"), 0o644)
+				os.WriteFile(filepath.Join(dir, dbfile.ClockName), []byte("0123456789ab"), 0o644)
 			},
-			file: clockName, offset: func(*testing.T, string) int64 { return 8 }, what: "checksum mismatch",
+			file: dbfile.ClockName, offset: func(*testing.T, string) int64 { return 8 }, what: "checksum mismatch",
 		},
 	}
 	for _, tc := range cases {
@@ -223,14 +225,14 @@ func TestVerifyJournalDamage(t *testing.T) {
 		flipBit(t, last, 10) // inside the first entry; valid entries follow
 		first, _ := journalFileSeq(last)
 		rep := mustVerify(t, dir)
-		checkProblem(t, rep, dir, journalDir+"/"+filepath.Base(last), func(*testing.T, string) int64 { return 0 },
+		checkProblem(t, rep, dir, dbfile.JournalDir+"/"+filepath.Base(last), func(*testing.T, string) int64 { return 0 },
 			fmt.Sprintf("entry seq %d", first), "checksum mismatch; a valid entry follows")
 	})
 	t.Run("flipped bit in an older file", func(t *testing.T) {
 		dir, files := buildJournalDB(t)
 		flipBit(t, files[1], -5) // the last entry of a file that is not the tail
 		rep := mustVerify(t, dir)
-		if rep.Clean() || rep.Problems[0].File != journalDir+"/"+filepath.Base(files[1]) || !strings.Contains(rep.Problems[0].What, "not the last file") {
+		if rep.Clean() || rep.Problems[0].File != dbfile.JournalDir+"/"+filepath.Base(files[1]) || !strings.Contains(rep.Problems[0].What, "not the last file") {
 			t.Errorf("problems %v", rep.Problems)
 		}
 	})
@@ -249,7 +251,7 @@ func TestVerifyJournalDamage(t *testing.T) {
 		dir, files := buildJournalDB(t)
 		os.Remove(files[2])
 		rep := mustVerify(t, dir)
-		if rep.Clean() || rep.Problems[0].File != journalDir+"/"+filepath.Base(files[3]) || !strings.Contains(rep.Problems[0].What, "are missing") {
+		if rep.Clean() || rep.Problems[0].File != dbfile.JournalDir+"/"+filepath.Base(files[3]) || !strings.Contains(rep.Problems[0].What, "are missing") {
 			t.Errorf("problems %v", rep.Problems)
 		}
 	})
@@ -257,7 +259,7 @@ func TestVerifyJournalDamage(t *testing.T) {
 		dir, files := buildJournalDB(t)
 		os.Remove(files[0])
 		rep := mustVerify(t, dir)
-		if rep.Clean() || rep.Problems[0].File != journalDir || !strings.Contains(rep.Problems[0].What, "replay must start at seq 1") {
+		if rep.Clean() || rep.Problems[0].File != dbfile.JournalDir || !strings.Contains(rep.Problems[0].What, "replay must start at seq 1") {
 			t.Errorf("problems %v", rep.Problems)
 		}
 	})
@@ -274,13 +276,13 @@ func journalFileSeq(path string) (uint64, error) {
 // checksums, so that only decoding them finds the damage, and checks that
 // Verify says where it is.
 func TestVerifyDamageUnderChecksum(t *testing.T) {
-	seg1 := segmentRel(1)
+	seg1 := dbfile.SegmentRel(1)
 	// build makes buildVerifyDB's database with uncompressed blocks.
 	build := func(t *testing.T) string {
 		dir := t.TempDir()
 		clk := &inspectClock{}
 		clk.sec.Store(inspectT0)
-		db := openInspectDB(t, dir, clk, func(o *Options) { o.Compression = CompressionNone })
+		db := openInspectDB(t, dir, clk, func(o *engine.Options) { o.Compression = engine.CompressionNone })
 		fillInspectDB(t, db)
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
@@ -308,7 +310,7 @@ func TestVerifyDamageUnderChecksum(t *testing.T) {
 		h := b[off : off+16]
 		payload := b[off+16 : off+16+int64(binary.LittleEndian.Uint32(h))]
 		change(payload)
-		binary.LittleEndian.PutUint32(h[12:], crc32.Update(crc32.Checksum(h[:12], castagnoli), castagnoli, payload))
+		binary.LittleEndian.PutUint32(h[12:], crc32.Update(crc32.Checksum(h[:12], dbfile.Castagnoli), dbfile.Castagnoli, payload))
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}

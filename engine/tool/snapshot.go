@@ -1,4 +1,4 @@
-package engine
+package tool
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -36,9 +37,9 @@ const snapshotAttempts = 16
 type snapshot struct {
 	dir       string
 	manRaw    []byte
-	man       *manifest // nil when the MANIFEST is missing or damaged
-	manErr    error     // why man is nil
-	clockFile clockFile
+	man       *dbfile.Manifest // nil when the MANIFEST is missing or damaged
+	manErr    error            // why man is nil
+	clockFile dbfile.ClockFile
 	segs      []*segView   // the files the MANIFEST names, by container then number
 	orphans   []string     // files in seg/ the MANIFEST does not name
 	journal   []*jFileView // journal files in seq order
@@ -98,55 +99,55 @@ func takeSnapshot(dir string) (*snapshot, error) {
 	}
 }
 
-// checkDatabaseDir fails with ErrNoDatabase unless dir holds a MANIFEST or
+// checkDatabaseDir fails with engine.ErrNoDatabase unless dir holds a MANIFEST or
 // a non-empty journal/ or seg/ folder.
 func checkDatabaseDir(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %s does not exist", ErrNoDatabase, dir)
+		return fmt.Errorf("%w: %s does not exist", dbfile.ErrNoDatabase, dir)
 	case err != nil:
-		return fmt.Errorf("%w: %v", ErrNoDatabase, err)
+		return fmt.Errorf("%w: %v", dbfile.ErrNoDatabase, err)
 	case !fi.IsDir():
-		return fmt.Errorf("%w: %s is not a directory", ErrNoDatabase, dir)
+		return fmt.Errorf("%w: %s is not a directory", dbfile.ErrNoDatabase, dir)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNoDatabase, err)
+		return fmt.Errorf("%w: %v", dbfile.ErrNoDatabase, err)
 	}
 	if len(ents) == 0 {
-		return fmt.Errorf("%w: %s is empty", ErrNoDatabase, dir)
+		return fmt.Errorf("%w: %s is empty", dbfile.ErrNoDatabase, dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, manifestName)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, dbfile.ManifestName)); err == nil {
 		return nil
 	}
-	for _, sub := range []string{journalDir, segmentDir} {
+	for _, sub := range []string{dbfile.JournalDir, dbfile.SegmentDir} {
 		if ents, _ := os.ReadDir(filepath.Join(dir, sub)); len(ents) > 0 {
 			return nil // a database that lost its MANIFEST: damage, reported later
 		}
 	}
-	return fmt.Errorf("%w: %s holds no %s, %s/ or %s/", ErrNoDatabase, dir, manifestName, journalDir, segmentDir)
+	return fmt.Errorf("%w: %s holds no %s, %s/ or %s/", dbfile.ErrNoDatabase, dir, dbfile.ManifestName, dbfile.JournalDir, dbfile.SegmentDir)
 }
 
 // readSnapshot reads dir once. Unless final, it returns errMoved when the
 // MANIFEST changed or a file it names vanished meanwhile.
 func readSnapshot(dir string, final bool) (*snapshot, error) {
 	s := &snapshot{dir: dir}
-	if regularFile(filepath.Join(dir, clockName)) == nil {
-		s.clockFile = readClockFile(dir)
+	if regularFile(filepath.Join(dir, dbfile.ClockName)) == nil {
+		s.clockFile = dbfile.ReadClockFile(dir)
 	}
-	mpath := filepath.Join(dir, manifestName)
+	mpath := filepath.Join(dir, dbfile.ManifestName)
 	raw, err := readSmallFile(mpath, maxManifestRead)
 	switch {
 	case errors.Is(err, errTooLarge) || errors.Is(err, errNotRegular):
-		s.manErr = fmt.Errorf("ebb: %w: %w", err, ErrCorrupt)
+		s.manErr = fmt.Errorf("ebb: %w: %w", err, segment.ErrCorrupt)
 	case errors.Is(err, fs.ErrNotExist):
-		s.manErr = fmt.Errorf("ebb: %s: the %s is missing (journal/ or seg/ hold files): %w", dir, manifestName, ErrCorrupt)
+		s.manErr = fmt.Errorf("ebb: %s: the %s is missing (journal/ or seg/ hold files): %w", dir, dbfile.ManifestName, segment.ErrCorrupt)
 	case err != nil:
 		return s, fmt.Errorf("ebb: read %s: %w", mpath, err)
 	default:
 		s.manRaw = raw
-		if s.man, err = decodeManifest(raw, mpath); err != nil {
+		if s.man, _, err = dbfile.DecodeManifest(raw, mpath); err != nil {
 			s.manErr = fmt.Errorf("ebb: %w", err)
 		}
 	}
@@ -162,7 +163,7 @@ func readSnapshot(dir string, final bool) (*snapshot, error) {
 		return s, err
 	}
 
-	jdir := filepath.Join(dir, journalDir)
+	jdir := filepath.Join(dir, dbfile.JournalDir)
 	before, busy := journalNames(jdir)
 	if busy && !final {
 		return s, errMoved
@@ -205,7 +206,7 @@ func (s *snapshot) readSegments(moved func() bool) error {
 			nums := slices.Clone(cm.Files)
 			slices.Sort(nums)
 			for _, num := range nums {
-				v := &segView{cont: ci, num: num, rel: segmentRel(num)}
+				v := &segView{cont: ci, num: num, rel: dbfile.SegmentRel(num)}
 				referenced[v.rel] = true
 				s.segs = append(s.segs, v)
 				path := filepath.Join(s.dir, v.rel)
@@ -225,12 +226,12 @@ func (s *snapshot) readSegments(moved func() bool) error {
 			}
 		}
 	}
-	ents, err := os.ReadDir(filepath.Join(s.dir, segmentDir))
+	ents, err := os.ReadDir(filepath.Join(s.dir, dbfile.SegmentDir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("ebb: %w", err)
 	}
 	for _, e := range ents {
-		if rel := segmentDir + "/" + e.Name(); !referenced[rel] {
+		if rel := dbfile.SegmentDir + "/" + e.Name(); !referenced[rel] {
 			s.orphans = append(s.orphans, rel)
 		}
 	}
@@ -252,11 +253,9 @@ func journalNames(jdir string) (map[string]bool, bool) {
 	return names, busy
 }
 
-func segmentRel(num uint32) string { return segmentDir + "/" + segmentFileName(num) }
-
 // readJournal decodes every journal file.
 func (s *snapshot) readJournal() error {
-	jdir := filepath.Join(s.dir, journalDir)
+	jdir := filepath.Join(s.dir, dbfile.JournalDir)
 	paths, err := journal.Files(jdir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -269,7 +268,7 @@ func (s *snapshot) readJournal() error {
 		from = s.man.JournalFrom
 	}
 	for i, path := range paths {
-		f := &jFileView{path: path, rel: journalDir + "/" + filepath.Base(path)}
+		f := &jFileView{path: path, rel: dbfile.JournalDir + "/" + filepath.Base(path)}
 		f.first, _ = strconv.ParseUint(filepath.Base(path)[:20], 10, 64)
 		s.journal = append(s.journal, f)
 		if fi, err := os.Stat(path); err == nil {
@@ -337,8 +336,8 @@ func (s *snapshot) close() {
 // with wall clock time wall: never before its persisted clock or any _ts
 // (but those of records stamped before a ResetClock).
 func (s *snapshot) now(wall int64) int64 {
-	reset := s.clockFile.resetSeq
-	now := max(wall, s.clockFile.high)
+	reset := s.clockFile.ResetSeq
+	now := max(wall, s.clockFile.High)
 	if s.man != nil {
 		now = max(now, s.man.Clock)
 	}

@@ -1,4 +1,4 @@
-package engine
+package dbfile
 
 import (
 	"encoding/binary"
@@ -7,7 +7,7 @@ import (
 
 // msgpackLengthsFit walks the msgpack values in b and fails when an array,
 // map, string, binary or extension claims more than the bytes left could
-// hold (every element takes at least one byte). decodeManifest calls it
+// hold (every element takes at least one byte). DecodeManifest calls it
 // before msgpack.Unmarshal, because msgpack v5.4 preallocates any claimed
 // slice length (vmihailenco/msgpack#401): without the check, a MANIFEST of
 // a few bytes with a valid checksum could claim 2^31 containers and kill

@@ -1,4 +1,4 @@
-package engine
+package tool
 
 import (
 	"encoding/binary"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -83,7 +85,7 @@ func (r *VerifyReport) Clean() bool { return len(r.Problems) == 0 }
 // torn tail of the journal's last file is then a write in progress and is
 // reported as a note, as it is after a crash (the next open repairs it).
 //
-// The error is ErrNoDatabase when dir is not an ebb database, or a failure
+// The error is engine.ErrNoDatabase when dir is not an ebb database, or a failure
 // to read the directory; damage is reported in VerifyReport.Problems.
 func Verify(dir string) (*VerifyReport, error) {
 	s, err := takeSnapshot(dir)
@@ -119,51 +121,51 @@ func (v *verifier) note(format string, args ...any) {
 func (v *verifier) manifest() {
 	s := v.s
 	if s.man == nil {
-		what := strings.TrimSuffix(strings.TrimPrefix(s.manErr.Error(), "ebb: "), ": "+ErrCorrupt.Error())
-		what = strings.TrimPrefix(strings.TrimPrefix(what, filepath.Join(s.dir, manifestName)+": "), s.dir+": ")
-		v.problem(manifestName, -1, "", "%s", what)
+		what := strings.TrimSuffix(strings.TrimPrefix(s.manErr.Error(), "ebb: "), ": "+segment.ErrCorrupt.Error())
+		what = strings.TrimPrefix(strings.TrimPrefix(what, filepath.Join(s.dir, dbfile.ManifestName)+": "), s.dir+": ")
+		v.problem(dbfile.ManifestName, -1, "", "%s", what)
 		return
 	}
 	m := s.man
 	v.rep.Checked.Containers = len(m.Containers)
 	if m.JournalFrom == 0 {
-		v.problem(manifestName, -1, "", "journal_from is 0; journal seqs start at 1")
+		v.problem(dbfile.ManifestName, -1, "", "journal_from is 0; journal seqs start at 1")
 	}
 	ids := make(map[string]bool)
 	nums := make(map[uint32]bool)
 	owner := make(map[uint32]string)
 	for _, cm := range m.Containers {
 		what := fmt.Sprintf("container %q", cm.ID)
-		if err := validateID(cm.ID); err != nil {
-			v.problem(manifestName, -1, what, "invalid id: %v", err)
+		if err := docfmt.ValidateID(cm.ID); err != nil {
+			v.problem(dbfile.ManifestName, -1, what, "invalid id: %v", err)
 		}
 		if ids[cm.ID] {
-			v.problem(manifestName, -1, what, "id used by two containers")
+			v.problem(dbfile.ManifestName, -1, what, "id used by two containers")
 		}
 		ids[cm.ID] = true
 		if nums[cm.Num] {
-			v.problem(manifestName, -1, what, "number %d used by two containers", cm.Num)
+			v.problem(dbfile.ManifestName, -1, what, "number %d used by two containers", cm.Num)
 		}
 		nums[cm.Num] = true
 		if cm.Num >= m.NextContainer {
-			v.problem(manifestName, -1, what, "number %d is not below next_container %d", cm.Num, m.NextContainer)
+			v.problem(dbfile.ManifestName, -1, what, "number %d is not below next_container %d", cm.Num, m.NextContainer)
 		}
-		if cm.Indexing > IndexingNone {
-			v.problem(manifestName, -1, what, "unknown indexing mode %d", cm.Indexing)
+		if cm.Indexing > dbfile.IndexingNone {
+			v.problem(dbfile.ManifestName, -1, what, "unknown indexing mode %d", cm.Indexing)
 		}
-		h := toHistory(cm.History)
+		h := dbfile.ToHistory(cm.History)
 		if len(h) == 0 {
-			v.problem(manifestName, -1, what, "no policy history (open refuses)")
+			v.problem(dbfile.ManifestName, -1, what, "no policy history (open refuses)")
 		} else if err := h.Validate(); err != nil {
-			v.problem(manifestName, -1, what, "policy history: %v", err)
+			v.problem(dbfile.ManifestName, -1, what, "policy history: %v", err)
 		}
 		for _, n := range cm.Files {
 			if o, ok := owner[n]; ok {
-				v.problem(manifestName, -1, what, "segment file %d is also named by container %q", n, o)
+				v.problem(dbfile.ManifestName, -1, what, "segment file %d is also named by container %q", n, o)
 			}
 			owner[n] = cm.ID
 			if n >= m.NextFile {
-				v.problem(manifestName, -1, what, "segment file %d is not below next_file %d", n, m.NextFile)
+				v.problem(dbfile.ManifestName, -1, what, "segment file %d is not below next_file %d", n, m.NextFile)
 			}
 		}
 	}
@@ -171,15 +173,15 @@ func (v *verifier) manifest() {
 
 // clock checks the CLOCK file, if there is one.
 func (v *verifier) clock() {
-	b, err := readSmallFile(filepath.Join(v.s.dir, clockName), 64)
+	b, err := readSmallFile(filepath.Join(v.s.dir, dbfile.ClockName), 64)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		v.problem(clockName, -1, "", "%v", err)
+		v.problem(dbfile.ClockName, -1, "", "%v", err)
 	case len(b) != 12 && len(b) != 20:
-		v.problem(clockName, 0, "", "%d bytes, want 12, or 20 after a clock reset (the clock floor falls back to the %s)", len(b), manifestName)
-	case crc32.Checksum(b[:len(b)-4], castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]):
-		v.problem(clockName, int64(len(b)-4), "", "checksum mismatch (the clock floor falls back to the %s)", manifestName)
+		v.problem(dbfile.ClockName, 0, "", "%d bytes, want 12, or 20 after a clock reset (the clock floor falls back to the %s)", len(b), dbfile.ManifestName)
+	case crc32.Checksum(b[:len(b)-4], dbfile.Castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]):
+		v.problem(dbfile.ClockName, int64(len(b)-4), "", "checksum mismatch (the clock floor falls back to the %s)", dbfile.ManifestName)
 	}
 }
 
@@ -211,7 +213,7 @@ func (v *verifier) segments() {
 		cm := s.man.Containers[sv.cont]
 		switch {
 		case sv.missing:
-			v.problem(sv.rel, -1, "", "missing: the %s names it for container %q", manifestName, cm.ID)
+			v.problem(sv.rel, -1, "", "missing: the %s names it for container %q", dbfile.ManifestName, cm.ID)
 			continue
 		case sv.err != nil:
 			v.segmentProblem(sv.rel, sv.err)
@@ -221,7 +223,7 @@ func (v *verifier) segments() {
 		st := sv.r.Stats()
 		v.rep.Checked.SegmentRecords += st.Records
 		if st.Container != cm.Num {
-			v.problem(sv.rel, st.FileBytes-128, "", "footer says container %d, the %s names it for container %q (%d)", st.Container, manifestName, cm.ID, cm.Num)
+			v.problem(sv.rel, st.FileBytes-128, "", "footer says container %d, the %s names it for container %q (%d)", st.Container, dbfile.ManifestName, cm.ID, cm.Num)
 		}
 		if err := sv.r.VerifyEach(v.bodyCheck(sv.rel)); err != nil {
 			v.segmentProblem(sv.rel, err)
@@ -311,12 +313,12 @@ func (v *verifier) journal() {
 	}
 	switch {
 	case last == 0 && from > 1:
-		v.problem(journalDir, -1, "", "the journal is empty, but the %s says entries up to seq %d were written", manifestName, from-1)
+		v.problem(dbfile.JournalDir, -1, "", "the journal is empty, but the %s says entries up to seq %d were written", dbfile.ManifestName, from-1)
 	case last == 0:
 	case from < first:
-		v.problem(journalDir, -1, "", "the journal starts at seq %d, but replay must start at seq %d (the %s's journal_from): entries are missing", first, from, manifestName)
+		v.problem(dbfile.JournalDir, -1, "", "the journal starts at seq %d, but replay must start at seq %d (the %s's journal_from): entries are missing", first, from, dbfile.ManifestName)
 	case from > last+1:
-		v.problem(journalDir, -1, "", "the journal ends at seq %d, but the %s says %d were sealed", last, manifestName, from-1)
+		v.problem(dbfile.JournalDir, -1, "", "the journal ends at seq %d, but the %s says %d were sealed", last, dbfile.ManifestName, from-1)
 	}
 }
 
@@ -337,7 +339,7 @@ func (v *verifier) rebuild() {
 				key := e.ID + "\x00" + strconv.FormatUint(e.Seq, 10)
 				if other, ok := seen[key]; ok && other != sv {
 					v.problem(sv.rel, -1, fmt.Sprintf("index entry %d (%s %q seq %d)", n, e.Op, e.ID, e.Seq),
-						"the same version is also in %s: the %s names both a compaction's input and its output", other.rel, manifestName)
+						"the same version is also in %s: the %s names both a compaction's input and its output", other.rel, dbfile.ManifestName)
 				}
 				seen[key] = sv
 			}
@@ -354,9 +356,9 @@ func (v *verifier) rebuild() {
 func (v *verifier) extras() {
 	s := v.s
 	if s.man != nil && len(s.orphans) > 0 {
-		v.note("%d file(s) in %s/ are not in the %s, not checked: a seal or compaction in progress, or left by a crash (removed at the next open)", len(s.orphans), segmentDir, manifestName)
+		v.note("%d file(s) in %s/ are not in the %s, not checked: a seal or compaction in progress, or left by a crash (removed at the next open)", len(s.orphans), dbfile.SegmentDir, dbfile.ManifestName)
 	}
-	if ents, err := os.ReadDir(filepath.Join(s.dir, brokenDir)); err == nil && len(ents) > 0 {
-		v.note("%s/ keeps %d copy(ies) of journal files cut by earlier repairs", brokenDir, len(ents))
+	if ents, err := os.ReadDir(filepath.Join(s.dir, dbfile.BrokenDir)); err == nil && len(ents) > 0 {
+		v.note("%s/ keeps %d copy(ies) of journal files cut by earlier repairs", dbfile.BrokenDir, len(ents))
 	}
 }

@@ -1,10 +1,12 @@
-package engine
+package tool
 
 import (
 	"errors"
 	"reflect"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -24,21 +26,21 @@ func FuzzManifestEditLog(f *testing.F) {
 	f.Add([]byte{0x80}, uint16(0))
 	f.Add([]byte{}, uint16(1))
 	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
-		snap, err := encodeManifest(manifestSeeds()[1])
+		snap, err := dbfile.EncodeManifest(manifestSeeds()[1])
 		if err != nil {
 			t.Fatal(err)
 		}
-		first, _ := appendEdit(nil, manifestEditSeeds()[0])
+		first, _ := dbfile.AppendEdit(nil, manifestEditSeeds()[0])
 		file := append(append([]byte{}, snap...), first...)
 		whole := len(file)
-		file = appendFrame(file, data)
+		file = dbfile.AppendFrame(file, data)
 		torn := int(cut) > 0 && int(cut) <= len(file)-whole
 		if torn {
 			file = file[:len(file)-int(cut)]
 		}
-		m, sound, err := decodeManifestLog(file, "MANIFEST")
+		m, sound, err := dbfile.DecodeManifest(file, "MANIFEST")
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
+			if !errors.Is(err, engine.ErrCorrupt) {
 				t.Fatalf("error %q does not wrap ErrCorrupt", err)
 			}
 			if torn {
@@ -51,16 +53,16 @@ func FuzzManifestEditLog(f *testing.F) {
 		}
 		if sound < len(file) {
 			// The tail was torn: the result is the file without it.
-			m2, sound2, err := decodeManifestLog(file[:sound], "MANIFEST")
+			m2, sound2, err := dbfile.DecodeManifest(file[:sound], "MANIFEST")
 			if err != nil || sound2 != sound || !reflect.DeepEqual(m, m2) {
 				t.Fatalf("decoding the sound prefix gives %+v, %d, %v; the whole file %+v", m2, sound2, err, m)
 			}
 		}
-		b, err := encodeManifest(m)
+		b, err := dbfile.EncodeManifest(m)
 		if err != nil {
 			t.Fatalf("decoded manifest %+v does not encode: %v", m, err)
 		}
-		m3, err := decodeManifest(b, "MANIFEST")
+		m3, _, err := dbfile.DecodeManifest(b, "MANIFEST")
 		if err != nil || !reflect.DeepEqual(m, m3) {
 			t.Fatalf("rewritten as a snapshot: %+v, %v; want %+v", m3, err, m)
 		}
@@ -68,12 +70,12 @@ func FuzzManifestEditLog(f *testing.F) {
 }
 
 // manifestEditSeeds are edits of the shapes the engine appends.
-func manifestEditSeeds() []*manifestEdit {
-	return []*manifestEdit{
+func manifestEditSeeds() []*dbfile.ManifestEdit {
+	return []*dbfile.ManifestEdit{
 		{NextFile: 9, NextContainer: 4, JournalFrom: 120, Clock: 1_700_000_600,
-			Put: []containerMeta{{Num: 3, ID: "e", History: []historyEntry{{At: 1_700_000_600}}}}},
+			Put: []dbfile.ContainerMeta{{Num: 3, ID: "e", History: []dbfile.HistoryEntry{{At: 1_700_000_600}}}}},
 		{NextFile: 9, NextContainer: 4, JournalFrom: 120, Clock: 1_700_000_700, Del: []uint32{1}},
 		{NextFile: 10, NextContainer: 4, JournalFrom: 130, Clock: 1_700_000_800,
-			Put: []containerMeta{{Num: 2, ID: "d", History: []historyEntry{{At: 1_700_000_800, DefaultTTL: TTL(5)}}, Files: []uint32{9}}}},
+			Put: []dbfile.ContainerMeta{{Num: 2, ID: "d", History: []dbfile.HistoryEntry{{At: 1_700_000_800, DefaultTTL: engine.TTL(5)}}, Files: []uint32{9}}}},
 	}
 }

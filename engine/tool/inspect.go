@@ -1,10 +1,11 @@
-package engine
+package tool
 
 import (
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -75,7 +76,7 @@ type ContainerReport struct {
 	Expiry *TimeRange `json:"expiry"`
 	// DiskBytes is the size of the container's segment files plus its
 	// share of every other file under the directory (journal, MANIFEST,
-	// CLOCK, LOCK, broken/, orphans, files ebb did not write), as Stats
+	// CLOCK, LOCK, broken/, orphans, files ebb did not write), as engine.Stats
 	// counts it: the containers' DiskBytes add up to DiskBytes above.
 	DiskBytes int64 `json:"disk_bytes"`
 	// DeadBytes is the part of the container's records (uncompressed) that
@@ -101,7 +102,7 @@ type ItemCounts struct {
 	Live      int64 `json:"live"`
 	LiveBytes int64 `json:"live_bytes"`
 	// Expired items are invisible but their records are still on disk,
-	// waiting for compaction (Stats.ExpiredPending).
+	// waiting for compaction (engine.Stats.ExpiredPending).
 	Expired      int64 `json:"expired"`
 	ExpiredBytes int64 `json:"expired_bytes"`
 	// NeverExpire counts the live items that never expire under the
@@ -232,8 +233,8 @@ func Inspect(dir string) (*Report, error) { return InspectWithOptions(dir, nil) 
 // the journal; it takes no lock and writes nothing, so it works while
 // another process has the database open.
 //
-// It fails with ErrNoDatabase when dir is not an ebb database, and with an
-// error wrapping ErrCorrupt when the MANIFEST is missing or damaged. Other
+// It fails with engine.ErrNoDatabase when dir is not an ebb database, and with an
+// error wrapping engine.ErrCorrupt when the MANIFEST is missing or damaged. Other
 // problems (a segment file that is missing or unreadable, a damaged journal
 // file) are listed in Report.Errors.
 func InspectWithOptions(dir string, opts *InspectOptions) (*Report, error) {
@@ -258,7 +259,7 @@ func (s *snapshot) report(wall int64) *Report {
 	rep := &Report{
 		Dir:           s.dir,
 		Now:           s.now(wall),
-		Clock:         max(m.Clock, s.clockFile.high),
+		Clock:         max(m.Clock, s.clockFile.High),
 		NextFile:      m.NextFile,
 		NextContainer: m.NextContainer,
 		JournalFrom:   m.JournalFrom,
@@ -267,27 +268,27 @@ func (s *snapshot) report(wall int64) *Report {
 		Notes:         []string{},
 		Errors:        []string{},
 	}
-	if rep.Now-wall > clockWarnBehind {
+	if rep.Now-wall > dbfile.ClockWarnBehind {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the database's clock is %s ahead of the wall clock: its now goes on from there; ebb clock reset brings it back",
 			time.Duration(rep.Now-wall)*time.Second))
 	}
 	if len(s.orphans) > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d file(s) in %s/ are not in the %s: a seal or compaction in progress, or left by a crash (removed at the next open)",
-			len(s.orphans), segmentDir, manifestName))
+			len(s.orphans), dbfile.SegmentDir, dbfile.ManifestName))
 	}
 	s.reportJournalFiles(rep)
-	rep.DiskBytes = treeSize(s.dir)
+	rep.DiskBytes = dbfile.TreeSize(s.dir)
 	counted := make(map[uint32]bool, len(s.segs)) // in a container's DiskBytes
 	for _, v := range s.segs {
 		counted[v.num] = v.r != nil
 	}
-	shared := sharedFileBytes(s.dir, func(num uint32) bool { return counted[num] })
+	shared := dbfile.SharedFileBytes(s.dir, func(num uint32) bool { return counted[num] })
 
 	known := make(map[uint32]bool, len(m.Containers))
 	for ci, cm := range m.Containers {
 		known[cm.Num] = true
 		cr := s.reportContainer(rep, ci)
-		cr.DiskBytes += shareOf(shared, len(m.Containers), ci)
+		cr.DiskBytes += dbfile.ShareOf(shared, len(m.Containers), ci)
 		rep.Journal.Records += cr.Journal.Records
 		rep.Journal.RawBytes += cr.Journal.RawBytes
 		rep.Journal.LiveRecords += cr.Journal.LiveRecords
@@ -362,12 +363,12 @@ func (j *judge) live(id string, seq uint64, at place) bool {
 // to rep.Errors; its DiskBytes holds its segment files' size.
 func (s *snapshot) reportContainer(rep *Report, ci int) ContainerReport {
 	cm := &s.man.Containers[ci]
-	j := &judge{h: toHistory(cm.History), now: rep.Now, newest: s.rebuild(ci)}
+	j := &judge{h: dbfile.ToHistory(cm.History), now: rep.Now, newest: s.rebuild(ci)}
 	cr := ContainerReport{
 		ID:         cm.ID,
 		Num:        cm.Num,
 		DefaultTTL: j.h.Current(),
-		Indexing:   cm.Indexing.String(),
+		Indexing:   dbfile.IndexingName(cm.Indexing),
 		History:    []PolicyChange{},
 		Segments:   []SegmentReport{},
 	}

@@ -1,4 +1,4 @@
-package engine
+package tool
 
 import (
 	"errors"
@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 )
 
 // allocated runs fn and returns the bytes it allocated (all goroutines'
@@ -77,7 +80,7 @@ func TestDumpFileMemoryIsBounded(t *testing.T) {
 		switch {
 		case tc.unknown && !errors.Is(err, ErrUnknownFile):
 			t.Errorf("%s: %v, want ErrUnknownFile", tc.name, err)
-		case !tc.unknown && !errors.Is(err, ErrCorrupt):
+		case !tc.unknown && !errors.Is(err, engine.ErrCorrupt):
 			t.Errorf("%s: %v, want an error wrapping ErrCorrupt", tc.name, err)
 		}
 		t.Logf("%s: DumpFile allocated %d KiB on a 256 MiB file: %v", tc.name, n>>10, err)
@@ -118,7 +121,7 @@ func TestDumpFileRefusesNonRegular(t *testing.T) {
 // MANIFEST or for a segment file they report it instead of blocking.
 func TestInspectVerifyBoundedAndRegularOnly(t *testing.T) {
 	dir := buildVerifyDB(t)
-	files, err := filepath.Glob(filepath.Join(dir, journalDir, "*"))
+	files, err := filepath.Glob(filepath.Join(dir, dbfile.JournalDir, "*"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("journal files: %v %v", files, err)
 	}
@@ -147,11 +150,11 @@ func TestInspectVerifyBoundedAndRegularOnly(t *testing.T) {
 		t.Errorf("Verify found nothing to say about a 256 MiB zero tail")
 	}
 
-	for _, victim := range []string{manifestName, "seg"} {
+	for _, victim := range []string{dbfile.ManifestName, "seg"} {
 		d := buildVerifyDB(t)
-		path := filepath.Join(d, manifestName)
+		path := filepath.Join(d, dbfile.ManifestName)
 		if victim == "seg" {
-			segs, _ := filepath.Glob(filepath.Join(d, segmentDir, "*.seg"))
+			segs, _ := filepath.Glob(filepath.Join(d, dbfile.SegmentDir, "*.seg"))
 			path = segs[0]
 		}
 		os.Remove(path)

@@ -1,4 +1,4 @@
-package engine
+package tool
 
 import (
 	"bytes"
@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ebbdb/ebb/engine"
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -29,13 +32,13 @@ const inspectT0 = 1_700_000_000
 
 // openInspectDB opens dir with a hand-moved clock, small blocks and no
 // automatic seal, so that the files fillInspectDB makes are always the same.
-func openInspectDB(t *testing.T, dir string, clk *inspectClock, mod func(*Options)) *DB {
+func openInspectDB(t *testing.T, dir string, clk *inspectClock, mod func(*engine.Options)) *engine.DB {
 	t.Helper()
-	o := &Options{Clock: clk.now, SealThreshold: 1 << 30, BlockSize: 512, NoSync: true}
+	o := &engine.Options{Clock: clk.now, SealThreshold: 1 << 30, BlockSize: 512, NoSync: true}
 	if mod != nil {
 		mod(o)
 	}
-	db, err := Open(dir, o)
+	db, err := engine.Open(dir, o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -48,14 +51,14 @@ func openInspectDB(t *testing.T, dir string, clk *inspectClock, mod func(*Option
 // (TTL off, one item), seals what "sessions" holds so far, so the first 30
 // records end up in seg/00000001.seg, the next 20 in seg/00000002.seg and
 // the rest in the journal. It returns "sessions".
-func fillInspectDB(t *testing.T, db *DB) *Container {
+func fillInspectDB(t *testing.T, db *engine.DB) *engine.Container {
 	t.Helper()
 	ctx := context.Background()
-	c, err := db.CreateContainer(ctx, ContainerProperties{ID: "sessions", DefaultTTL: TTL(10)})
+	c, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "sessions", DefaultTTL: engine.TTL(10)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := db.CreateContainer(ctx, ContainerProperties{ID: "plain", Indexing: IndexingLazy})
+	plain, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "plain", Indexing: engine.IndexingLazy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +103,7 @@ func fillInspectDB(t *testing.T, db *DB) *Container {
 }
 
 // checkAgainstStats checks that the report's container agrees with Stats.
-func checkAgainstStats(t *testing.T, rep *Report, c *Container) {
+func checkAgainstStats(t *testing.T, rep *Report, c *engine.Container) {
 	t.Helper()
 	st := c.Stats()
 	var cr *ContainerReport
@@ -112,7 +115,7 @@ func checkAgainstStats(t *testing.T, rep *Report, c *Container) {
 	if cr == nil {
 		t.Fatalf("report has no container %q", c.ID())
 	}
-	got := Stats{Items: cr.Items.Live, LiveBytes: cr.Items.LiveBytes, DiskBytes: cr.DiskBytes, ExpiredPending: cr.Items.Expired}
+	got := engine.Stats{Items: cr.Items.Live, LiveBytes: cr.Items.LiveBytes, DiskBytes: cr.DiskBytes, ExpiredPending: cr.Items.Expired}
 	if got != st {
 		t.Errorf("Inspect says %+v, Stats says %+v", got, st)
 	}
@@ -245,10 +248,10 @@ func TestInspectNotADatabase(t *testing.T) {
 	os.Mkdir(other, 0o755)
 	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("hello"), 0o644)
 	for _, dir := range []string{filepath.Join(root, "absent"), file, empty, other} {
-		if _, err := Inspect(dir); !errors.Is(err, ErrNoDatabase) {
+		if _, err := Inspect(dir); !errors.Is(err, engine.ErrNoDatabase) {
 			t.Errorf("Inspect(%s): %v, want ErrNoDatabase", dir, err)
 		}
-		if _, err := Verify(dir); !errors.Is(err, ErrNoDatabase) {
+		if _, err := Verify(dir); !errors.Is(err, engine.ErrNoDatabase) {
 			t.Errorf("Verify(%s): %v, want ErrNoDatabase", dir, err)
 		}
 	}
@@ -259,8 +262,8 @@ func TestInspectNotADatabase(t *testing.T) {
 	db := openInspectDB(t, dir, clk, nil)
 	fillInspectDB(t, db)
 	db.Close()
-	os.Remove(filepath.Join(dir, manifestName))
-	if _, err := Inspect(dir); !errors.Is(err, ErrCorrupt) {
+	os.Remove(filepath.Join(dir, dbfile.ManifestName))
+	if _, err := Inspect(dir); !errors.Is(err, engine.ErrCorrupt) {
 		t.Errorf("Inspect without MANIFEST: %v, want ErrCorrupt", err)
 	}
 }
@@ -304,7 +307,7 @@ func TestInspectChangesNothing(t *testing.T) {
 	if _, err := Verify(dir); err != nil {
 		t.Fatal(err)
 	}
-	kind, recs, err := DumpFile(filepath.Join(dir, segmentRel(1)))
+	kind, recs, err := DumpFile(filepath.Join(dir, dbfile.SegmentRel(1)))
 	if err != nil || kind != FileSegment {
 		t.Fatalf("DumpFile: %v %v", kind, err)
 	}
@@ -324,13 +327,13 @@ func TestInspectChangesNothing(t *testing.T) {
 // under them.
 func TestInspectWhileBusy(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, &Options{SealThreshold: 8 << 10, BlockSize: 1 << 10, JournalSegmentSize: 16 << 10, NoSync: true})
+	db, err := engine.Open(dir, &engine.Options{SealThreshold: 8 << 10, BlockSize: 1 << 10, JournalSegmentSize: 16 << 10, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	ctx := context.Background()
-	c, err := db.CreateContainer(ctx, ContainerProperties{ID: "busy", DefaultTTL: TTL(1)})
+	c, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "busy", DefaultTTL: engine.TTL(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +389,7 @@ func TestInspectDumpFile(t *testing.T) {
 	dir := t.TempDir()
 	clk := &inspectClock{}
 	clk.sec.Store(inspectT0)
-	db := openInspectDB(t, dir, clk, func(o *Options) { o.SealThreshold = 1 << 30 })
+	db := openInspectDB(t, dir, clk, func(o *engine.Options) { o.SealThreshold = 1 << 30 })
 	fillInspectDB(t, db)
 	c, _ := db.Container("sessions")
 	if err := c.Compact(context.Background()); err != nil {
@@ -424,7 +427,7 @@ func TestInspectDumpFile(t *testing.T) {
 		t.Errorf("dumped %d records, report says %d", n, rep.Containers[0].Segments[0].Records)
 	}
 
-	files, err := journal.Files(filepath.Join(dir, journalDir))
+	files, err := journal.Files(filepath.Join(dir, dbfile.JournalDir))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("journal files: %v %v", files, err)
 	}
@@ -439,12 +442,12 @@ func TestInspectDumpFile(t *testing.T) {
 		}
 		last = r
 	}
-	etag, _ := json.Marshal(etagOf(last.Seq))
+	etag, _ := json.Marshal(docfmt.ETag(last.Seq))
 	if last.ID != "late" || last.TTL != 7 || string(last.Document()) != `{"_ts":1700000000,"_etag":`+string(etag)+`,"id":"late","ttl":7}` {
 		t.Errorf("last journal record %+v %s", last, last.Document())
 	}
 
-	for _, path := range []string{filepath.Join(dir, "nope"), dir, filepath.Join(dir, manifestName)} {
+	for _, path := range []string{filepath.Join(dir, "nope"), dir, filepath.Join(dir, dbfile.ManifestName)} {
 		if _, _, err := DumpFile(path); !errors.Is(err, ErrUnknownFile) {
 			t.Errorf("DumpFile(%s): %v, want ErrUnknownFile", path, err)
 		}
@@ -459,11 +462,11 @@ func TestInspectHides(t *testing.T) {
 	clk.sec.Store(inspectT0)
 	db := openInspectDB(t, dir, clk, nil)
 	ctx := context.Background()
-	c, err := db.CreateContainer(ctx, ContainerProperties{ID: "h"})
+	c, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "h"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := db.CreateContainer(ctx, ContainerProperties{ID: "o"})
+	other, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "o"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +489,9 @@ func TestInspectHides(t *testing.T) {
 
 	rep, err := Inspect(dir)
 	must(err)
-	m, err := readManifest(dir)
+	raw, err := os.ReadFile(filepath.Join(dir, dbfile.ManifestName))
+	must(err)
+	m, _, err := dbfile.DecodeManifest(raw, dbfile.ManifestName)
 	must(err)
 	segs := rep.Containers[0].Segments
 	hiding := 0
@@ -515,11 +520,11 @@ func TestInspectHides(t *testing.T) {
 // TestDumpFileDetects checks that DumpFile tells files by their contents.
 func TestDumpFileDetects(t *testing.T) {
 	dir := buildVerifyDB(t)
-	seg, err := os.ReadFile(filepath.Join(dir, segmentRel(1)))
+	seg, err := os.ReadFile(filepath.Join(dir, dbfile.SegmentRel(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := journal.Files(filepath.Join(dir, journalDir))
+	files, err := journal.Files(filepath.Join(dir, dbfile.JournalDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +555,7 @@ func TestDumpFileDetects(t *testing.T) {
 	for name, b := range map[string][]byte{"footer": damage(len(seg) - 60), "header": damage(9), "cut": seg[:len(seg)/2]} {
 		_, _, err := DumpFile(write(name, b))
 		var ce *segment.CorruptError
-		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || errors.Is(err, ErrUnknownFile) {
+		if !errors.Is(err, engine.ErrCorrupt) || !errors.As(err, &ce) || errors.Is(err, ErrUnknownFile) {
 			t.Errorf("segment with damaged %s: %v, want a *segment.CorruptError", name, err)
 		}
 	}

@@ -1,0 +1,129 @@
+// Package docfmt is how ebb names and shows a stored item, for the engine
+// and its offline tools (package engine/tool) alike: the rules an id
+// follows, the etag of a version, and a stored body rendered with its
+// system properties as a read returns it.
+package docfmt
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/ebbdb/ebb/engine/query"
+)
+
+// MaxIDLength is the longest id accepted, in characters (Unicode code
+// points), as in Cosmos DB: the engine's MaxIDLength.
+const MaxIDLength = 255
+
+// ValidateID applies the id rules: a non-empty string of valid UTF-8, at most
+// MaxIDLength characters, without '/', '\\', '?', '#' or a control character
+// (U+0000 to U+001F). The error's message starts with "id"; the engine
+// wraps it in its ErrInvalidDocument.
+func ValidateID(id string) error {
+	if id == "" {
+		return errors.New("id must be a non-empty string")
+	}
+	n := 0
+	for i := 0; i < len(id); {
+		c := id[i]
+		if c < utf8.RuneSelf {
+			switch c {
+			case '/', '\\', '?', '#':
+				return fmt.Errorf("id %s must not contain %q", QuoteShort(id), c)
+			}
+			if c < 0x20 {
+				return fmt.Errorf("id %s must not contain control character U+%04X", QuoteShort(id), c)
+			}
+			i++
+		} else {
+			r, size := utf8.DecodeRuneInString(id[i:])
+			if r == utf8.RuneError && size == 1 {
+				return fmt.Errorf("id %s is not valid UTF-8", QuoteShort(id))
+			}
+			i += size
+		}
+		n++
+	}
+	if n > MaxIDLength {
+		return fmt.Errorf("id %s is %d characters long, longer than the maximum of %d", QuoteShort(id), n, MaxIDLength)
+	}
+	return nil
+}
+
+// QuoteShort quotes s for an error message, shortened to about 40
+// characters.
+func QuoteShort(s string) string {
+	const max = 40
+	if utf8.RuneCountInString(s) <= max {
+		return strconv.Quote(s)
+	}
+	n := 0
+	for i := range s {
+		if n == max {
+			return strconv.Quote(s[:i]) + "..."
+		}
+		n++
+	}
+	return strconv.Quote(s)
+}
+
+// Render appends to dst the stored body (a body as the engine stores it) with
+// the system properties added in front:
+//
+//	{"_ts":<ts>,"_etag":<etag as a JSON string>,<the stored members>}
+//
+// etag is rendered as a JSON string, escaped as needed (Cosmos etags hold
+// quotes: "\"0000...\""). stored must be a JSON object; whitespace around its
+// braces is tolerated.
+func Render(dst, stored []byte, ts int64, etag string) []byte {
+	dst = slices.Grow(dst, RenderedSize(stored))
+	dst = append(dst, `{"_ts":`...)
+	dst = strconv.AppendInt(dst, ts, 10)
+	dst = append(dst, `,"_etag":`...)
+	dst = query.AppendString(dst, etag)
+	rest := stored[skipWS(stored, 0):]
+	if len(rest) > 0 && rest[0] == '{' {
+		rest = rest[skipWS(rest, 1):]
+	}
+	if len(rest) == 0 || rest[0] == '}' {
+		return append(dst, '}')
+	}
+	dst = append(dst, ',')
+	return append(dst, rest...)
+}
+
+// RenderedSize bounds the bytes Render appends for a stored body with
+// an etag of ETag.
+func RenderedSize(stored []byte) int {
+	return len(`{"_ts":-9223372036854775808,"_etag":"\"0123456789abcdef\""}`) + 1 + len(stored)
+}
+
+// ETag renders the etag of the version written with sequence seq: the
+// sequence in 16 hex digits, quoted as Cosmos DB quotes its etags.
+func ETag(seq uint64) string {
+	const hexDigits = "0123456789abcdef"
+	var b [18]byte
+	b[0], b[17] = '"', '"'
+	for i := 16; i >= 1; i-- {
+		b[i] = hexDigits[seq&15]
+		seq >>= 4
+	}
+	return string(b[:])
+}
+
+// skipWS returns the index of the first byte of b at or after i that is
+// not JSON whitespace.
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
