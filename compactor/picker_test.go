@@ -1,103 +1,114 @@
 package compactor
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-// TestPicker runs the data-driven cases in testdata/picker: each file lists
-// segment stats and the plan the picker must make.
-//
-//	options rewrite=0.5 small=1048576 minmerge=4 max=67108864 now=<t> horizon=<s>
-//	file <num> bytes=<n> raw=<n> live=<n> liverec=<n> puts=<n> hides=<yes|no> expiresby=<t>
-//	drop <num>,<num>
-//	rewrite <num>,<num>        (one line per group, in order)
+// TestPicker runs the cases of testdata/picker: "pick" with the options as
+// arguments and one file's stats a line; the answer is the files dropped
+// and the rewrite groups, in order. -rewrite regenerates the answers.
 func TestPicker(t *testing.T) {
-	paths, err := filepath.Glob("testdata/picker/*.txt")
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no picker cases: %v", err)
-	}
-	for _, path := range paths {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			files, opts, want := readPickerCase(t, path)
-			got := Pick(files, opts)
-			if g, w := fmt.Sprint(got.Drop), fmt.Sprint(want.Drop); g != w {
-				t.Errorf("drop %s, want %s", g, w)
+	datadriven.RunTest(t, "testdata/picker", func(t *testing.T, d *datadriven.TestData) string {
+		if d.Cmd != "pick" {
+			d.Fatalf(t, "unknown command %q", d.Cmd)
+		}
+		var opts PickOptions
+		for _, a := range d.CmdArgs {
+			var err error
+			switch v := a.SingleVal(t); a.Key {
+			case "rewrite":
+				opts.RewriteThreshold, err = strconv.ParseFloat(v, 64)
+			case "small":
+				opts.SmallFileBytes, err = strconv.ParseInt(v, 10, 64)
+			case "minmerge":
+				opts.MinMerge, err = strconv.Atoi(v)
+			case "max":
+				opts.MaxRewriteBytes, err = strconv.ParseInt(v, 10, 64)
+			case "now":
+				opts.Now, err = strconv.ParseInt(v, 10, 64)
+			case "horizon":
+				opts.WaitHorizon, err = strconv.ParseInt(v, 10, 64)
+			default:
+				err = fmt.Errorf("unknown option")
 			}
-			if g, w := fmt.Sprint(got.Rewrite), fmt.Sprint(want.Rewrite); g != w {
-				t.Errorf("rewrite %s, want %s", g, w)
+			if err != nil {
+				d.Fatalf(t, "%s: %v", a, err)
 			}
-		})
-	}
+		}
+		var files []FileStats
+		for _, line := range strings.Split(d.Input, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				files = append(files, parseFileStats(t, d, line))
+			}
+		}
+		plan := Pick(files, opts)
+		var b strings.Builder
+		if len(plan.Drop) > 0 {
+			fmt.Fprintf(&b, "drop %s\n", joinNums(plan.Drop))
+		}
+		for _, g := range plan.Rewrite {
+			fmt.Fprintf(&b, "rewrite %s\n", joinNums(g))
+		}
+		if b.Len() == 0 {
+			return "nothing\n"
+		}
+		return b.String()
+	})
 }
 
-func readPickerCase(t *testing.T, path string) ([]FileStats, PickOptions, Plan) {
-	f, err := os.Open(path)
+// parseFileStats reads "file <num> bytes=<n> raw=<n> live=<n> liverec=<n>
+// puts=<n> hides=<yes|no> expiresby=<t>"; an absent field is 0.
+func parseFileStats(t *testing.T, d *datadriven.TestData, line string) FileStats {
+	fields := strings.Fields(line)
+	if len(fields) < 2 || fields[0] != "file" {
+		d.Fatalf(t, "%q: want file <num> <field>=<value>...", line)
+	}
+	num, err := strconv.ParseUint(fields[1], 10, 32)
 	if err != nil {
-		t.Fatal(err)
+		d.Fatalf(t, "%q: %v", line, err)
 	}
-	defer f.Close()
-	var files []FileStats
-	var opts PickOptions
-	var want Plan
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+	f := FileStats{Num: uint32(num)}
+	for _, kv := range fields[2:] {
+		k, v, _ := strings.Cut(kv, "=")
+		var dst *int64
+		switch k {
+		case "bytes":
+			dst = &f.FileBytes
+		case "raw":
+			dst = &f.RawBytes
+		case "live":
+			dst = &f.LiveBytes
+		case "liverec":
+			dst = &f.LiveRecords
+		case "puts":
+			dst = &f.Puts
+		case "expiresby":
+			dst = &f.ExpiresBy
+		case "hides":
+			if v != "yes" && v != "no" {
+				d.Fatalf(t, "%q: hides=%q, want yes or no", line, v)
+			}
+			f.HidesLive = v == "yes"
 			continue
-		}
-		kv := map[string]string{}
-		for _, p := range fields[1:] {
-			if k, v, ok := strings.Cut(p, "="); ok {
-				kv[k] = v
-			}
-		}
-		num := func(k string) int64 {
-			v, err := strconv.ParseInt(kv[k], 10, 64)
-			if kv[k] != "" && err != nil {
-				t.Fatalf("%s:%d: %s=%q: %v", path, line, k, kv[k], err)
-			}
-			return v
-		}
-		switch fields[0] {
-		case "options":
-			r, _ := strconv.ParseFloat(kv["rewrite"], 64)
-			opts = PickOptions{RewriteThreshold: r, SmallFileBytes: num("small"), MinMerge: int(num("minmerge")), MaxRewriteBytes: num("max"),
-				Now: num("now"), WaitHorizon: num("horizon")}
-		case "file":
-			n, err := strconv.ParseUint(fields[1], 10, 32)
-			if err != nil {
-				t.Fatalf("%s:%d: %v", path, line, err)
-			}
-			files = append(files, FileStats{Num: uint32(n), FileBytes: num("bytes"), RawBytes: num("raw"),
-				LiveBytes: num("live"), LiveRecords: num("liverec"), Puts: num("puts"), HidesLive: kv["hides"] == "yes",
-				ExpiresBy: num("expiresby")})
-		case "drop":
-			want.Drop = parseNums(t, fields[1:])
-		case "rewrite":
-			want.Rewrite = append(want.Rewrite, parseNums(t, fields[1:]))
 		default:
-			t.Fatalf("%s:%d: unknown directive %q", path, line, fields[0])
+			d.Fatalf(t, "%q: unknown field %q", line, k)
+		}
+		if *dst, err = strconv.ParseInt(v, 10, 64); err != nil {
+			d.Fatalf(t, "%q: %s: %v", line, kv, err)
 		}
 	}
-	return files, opts, want
+	return f
 }
 
-func parseNums(t *testing.T, fields []string) []uint32 {
-	var out []uint32
-	for _, f := range fields {
-		for _, s := range strings.Split(f, ",") {
-			n, err := strconv.ParseUint(s, 10, 32)
-			if err != nil {
-				t.Fatalf("bad number %q", s)
-			}
-			out = append(out, uint32(n))
-		}
+func joinNums(nums []uint32) string {
+	s := make([]string, len(nums))
+	for i, n := range nums {
+		s[i] = strconv.FormatUint(uint64(n), 10)
 	}
-	return out
+	return strings.Join(s, ",")
 }

@@ -59,42 +59,6 @@ func TestMatrixVectors(t *testing.T) {
 	}
 }
 
-func TestEffective(t *testing.T) {
-	never := int64(-1)
-	for _, c := range []struct {
-		d    *int32
-		item int32
-		want int64 // never: does not expire
-	}{
-		{nil, 0, never}, {nil, -1, never}, {nil, 30, never},
-		{ttl(-1), 0, never}, {ttl(-1), -1, never}, {ttl(-1), 30, 30},
-		{ttl(10), 0, 10}, {ttl(10), -1, never}, {ttl(10), 30, 30}, {ttl(10), 5, 5},
-		{ttl(MaxTTL), 0, MaxTTL}, {ttl(1), MaxTTL, MaxTTL},
-		// Out-of-domain values read as "never".
-		{ttl(0), 0, never}, {ttl(-5), 0, never}, {ttl(10), -7, never},
-	} {
-		got, finite := Effective(c.d, c.item)
-		if (c.want == never) == finite || (finite && got != c.want) {
-			t.Errorf("Effective(%s, %d) = %d, %v; want %d", show(c.d), c.item, got, finite, c.want)
-		}
-	}
-}
-
-func TestExpired(t *testing.T) {
-	for _, c := range []struct {
-		exp, now int64
-		want     bool
-	}{
-		{100, 99, false}, {100, 100, true}, {100, 101, true},
-		{Never, 0, false}, {Never, math.MaxInt64, false}, {math.MaxInt64 - 1, math.MaxInt64, true},
-		{-5, -5, true},
-	} {
-		if got := Expired(c.exp, c.now); got != c.want {
-			t.Errorf("Expired(%d, %d) = %v", c.exp, c.now, got)
-		}
-	}
-}
-
 type step struct {
 	at int64
 	d  *int32
@@ -106,91 +70,6 @@ func hist(steps ...step) History {
 		h[i] = Change{At: s.at, DefaultTTL: s.d}
 	}
 	return h
-}
-
-// TestHistoryRules covers the TTL rules about changing a
-// container's DefaultTTL.
-func TestHistoryRules(t *testing.T) {
-	const max64 = math.MaxInt64
-	for _, c := range []struct {
-		name string
-		h    History
-		ts   int64
-		item int32
-		want int64
-	}{
-		{"empty history: TTL off", nil, 10, 5, Never},
-		{"off: item ttl ignored", hist(step{0, nil}), 10, 5, Never},
-
-		// Retroactive set.
-		{"set n, already past due: expires at the change", hist(step{0, nil}, step{100, ttl(50)}), 10, 0, 100},
-		{"set n, due exactly at the change", hist(step{0, nil}, step{60, ttl(50)}), 10, 0, 60},
-		{"set n, not yet due: counts from _ts", hist(step{0, nil}, step{30, ttl(50)}), 10, 0, 60},
-		{"set -1, item ttl past due: expires at the change", hist(step{0, nil}, step{100, ttl(-1)}), 10, 20, 100},
-		{"set n, item ttl wins over n", hist(step{0, nil}, step{30, ttl(50)}), 10, 500, 510},
-		{"set n, item -1 wins", hist(step{0, nil}, step{30, ttl(50)}), 10, -1, Never},
-
-		// Off, then on again, counting from the original _ts.
-		{"off before due: never", hist(step{0, ttl(-1)}, step{50, nil}), 10, 100, Never},
-		{"off then on before due: original _ts", hist(step{0, ttl(-1)}, step{50, nil}, step{80, ttl(-1)}), 10, 100, 110},
-		{"off then on after due: at the change", hist(step{0, ttl(-1)}, step{50, nil}, step{200, ttl(-1)}), 10, 100, 200},
-		{"off then on with n after due", hist(step{0, ttl(1000)}, step{50, nil}, step{200, ttl(1000)}), 10, 0, 1010},
-		{"off then on with small n", hist(step{0, ttl(1000)}, step{50, nil}, step{200, ttl(20)}), 10, 0, 200},
-		{"off exactly at due: expired at that instant", hist(step{0, ttl(-1)}, step{110, nil}), 10, 100, 110},
-		{"off one second before due", hist(step{0, ttl(-1)}, step{109, nil}), 10, 100, Never},
-
-		// -1 is not the same as removed.
-		{"n then -1: item ttl still counts", hist(step{0, ttl(100)}, step{15, ttl(-1)}), 10, 20, 30},
-		{"n then removed: item ttl ignored", hist(step{0, ttl(100)}, step{15, nil}), 10, 20, Never},
-		{"n then -1: no item ttl, never", hist(step{0, ttl(100)}, step{15, ttl(-1)}), 10, 0, Never},
-		{"n then removed: no item ttl, never", hist(step{0, ttl(100)}, step{15, nil}), 10, 0, Never},
-
-		// Expiry is final.
-		{"expired under n, then raised", hist(step{0, ttl(10)}, step{20, ttl(1000)}), 0, 0, 10},
-		{"expired under n, then -1", hist(step{0, ttl(10)}, step{20, ttl(-1)}), 0, 0, 10},
-		{"expired under n, then removed", hist(step{0, ttl(10)}, step{20, nil}), 0, 0, 10},
-		{"expired under n, removed, set again", hist(step{0, ttl(10)}, step{20, nil}, step{30, ttl(1000)}), 0, 0, 10},
-		{"raised at the very instant of expiry", hist(step{0, ttl(10)}, step{10, ttl(1000)}), 0, 0, 10},
-		{"raised one second before expiry", hist(step{0, ttl(10)}, step{9, ttl(1000)}), 0, 0, 1000},
-		{"item ttl expired under -1, then removed", hist(step{0, ttl(-1)}, step{50, nil}), 0, 5, 5},
-		{"item ttl expired, TTL off and on again", hist(step{0, ttl(-1)}, step{50, nil}, step{60, ttl(-1)}), 0, 5, 5},
-
-		// Several changes in the same second: each one was in force at it.
-		{"same second: n then off", hist(step{0, nil}, step{100, ttl(10)}, step{100, nil}), 0, 0, 100},
-		{"same second: n then off, not due", hist(step{0, nil}, step{100, ttl(10)}, step{100, nil}), 95, 0, Never},
-		{"same second: big n, small n, off", hist(step{0, nil}, step{100, ttl(1000)}, step{100, ttl(10)}, step{100, nil}), 0, 0, 100},
-		{"same second: big n, off, big n", hist(step{0, nil}, step{100, ttl(1000)}, step{100, nil}, step{100, ttl(1000)}), 0, 0, 1000},
-		{"same second as creation", hist(step{0, ttl(5)}, step{0, nil}), 0, 0, Never},
-		{"same second, then later", hist(step{0, nil}, step{100, ttl(-1)}, step{100, ttl(500)}, step{300, nil}), 0, 200, 200},
-
-		// Items written after some changes.
-		{"written long after creation", hist(step{0, ttl(100)}), 500, 0, 600},
-		{"written inside a finite window", hist(step{0, nil}, step{100, ttl(10)}, step{200, nil}), 150, 0, 160},
-		{"written inside a window, due after it closes", hist(step{0, nil}, step{100, ttl(10)}, step{200, nil}), 195, 0, Never},
-		{"written after all windows", hist(step{0, ttl(1)}, step{100, ttl(10)}, step{200, ttl(-1)}), 300, 0, Never},
-		{"written after a window closed at _ts", hist(step{0, ttl(1)}, step{100, nil}), 100, 0, Never},
-
-		// 64-bit arithmetic near the end of time.
-		{"max ttl, no overflow", hist(step{0, ttl(-1)}), max64 - 10, MaxTTL, Never},
-		{"max default, no overflow", hist(step{0, ttl(MaxTTL)}), max64 - 10, 0, Never},
-		{"sum just below MaxInt64", hist(step{0, ttl(MaxTTL)}), max64 - MaxTTL - 1, 0, max64 - 1},
-		{"sum exactly MaxInt64 is Never", hist(step{0, ttl(MaxTTL)}), max64 - MaxTTL, 0, Never},
-		{"change near the end of time", hist(step{0, nil}, step{max64 - 1, ttl(1)}), max64 - 5, 0, max64 - 1},
-		{"typical epoch plus max", hist(step{0, ttl(-1)}), 1_700_000_000, MaxTTL, 1_700_000_000 + MaxTTL},
-		{"negative instants", hist(step{-100, ttl(10)}), -50, 0, -40},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if err := c.h.Validate(); err != nil {
-				t.Fatalf("bad test history: %v", err)
-			}
-			if got := c.h.ExpiresAt(c.ts, c.item); got != c.want {
-				t.Errorf("%s.ExpiresAt(%d, %d) = %d, want %d", show(c.h), c.ts, c.item, got, c.want)
-			}
-			if c.want != Never && c.want-1 >= c.ts && Expired(c.h.ExpiresAt(c.ts, c.item), c.want-1) {
-				t.Errorf("expired one second early")
-			}
-		})
-	}
 }
 
 func TestWith(t *testing.T) {

@@ -50,85 +50,6 @@ func checkTTLError(t *testing.T, err error, field, raw string) {
 	}
 }
 
-func TestParseItemTTL(t *testing.T) {
-	valid := []struct {
-		raw  string
-		want int32
-	}{
-		{"1", 1},
-		{"-1", -1},
-		{"60", 60},
-		{"2147483647", MaxTTL},
-		{" 60 ", 60},
-		{"\n\t60\r", 60},
-		// Integral values in any JSON number form.
-		{"1e3", 1000},
-		{"1E3", 1000},
-		{"1e+3", 1000},
-		{"10.0", 10},
-		{"10.000000000000000000000000000", 10},
-		{"600e-1", 60},
-		{"0.5e1", 5},
-		{"0.06e3", 60},
-		{"-1.0", -1},
-		{"-1e0", -1},
-		{"-10e-1", -1},
-		{"-0.1e1", -1},
-		{"2.147483647e9", MaxTTL},
-		{"21474836470e-1", MaxTTL},
-	}
-	for _, c := range valid {
-		got, err := ParseItemTTL([]byte(c.raw))
-		if err != nil || got != c.want {
-			t.Errorf("ParseItemTTL(%q) = %d, %v; want %d, nil", c.raw, got, err, c.want)
-		}
-	}
-
-	invalid := []string{
-		"", " ", "0", "-0", "0.0", "0e5", "-0.0", "null", "true", "false",
-		`"10"`, `"-1"`, "{}", "[]", "[60]", `{"ttl":60}`,
-		"-2", "-100", "-2147483647", "-2147483648", "-1.5", "-0.5e1",
-		"2147483648", "9999999999", "99999999999999999999999", "1e10", "2.147483648e9",
-		"1.5", "0.5", "60.5", "1e-1", "1.0000000001", "2147483646.5",
-		"1e999999999999999999", "1e-999999999999999999",
-		// Not JSON numbers.
-		"01", "00", "-01", "+1", ".5", "5.", "1.e3", "1e", "1e+", "--1", "-", "0x10",
-		"Infinity", "NaN", "1_000", "6 0", "60,", "١٢", "60\x00",
-	}
-	for _, raw := range invalid {
-		got, err := ParseItemTTL([]byte(raw))
-		if err == nil {
-			t.Errorf("ParseItemTTL(%q) = %d, want an error", raw, got)
-			continue
-		}
-		if !errors.Is(err, ErrInvalidTTL) || errors.Is(err, ErrInvalidDefaultTTL) {
-			t.Errorf("ParseItemTTL(%q): error %q wraps the wrong sentinel", raw, err)
-		}
-		if !strings.HasPrefix(err.Error(), "ttl ") {
-			t.Errorf("ParseItemTTL(%q): message %q does not name the field", raw, err)
-		}
-	}
-}
-
-func TestParseItemTTLMessage(t *testing.T) {
-	for _, c := range []struct{ raw, shown string }{
-		{"0", "0"},
-		{" 0 ", "0"},
-		{"null", "null"},
-		{`"10"`, `"10"`},
-		{"", "(empty)"},
-		{"{\n}", `"{\n}"`},
-		{`"` + strings.Repeat("x", 100) + `"`, `"` + strings.Repeat("x", 63) + "..."},
-		{"\"\xff\"", `"\"\xff\""`},
-	} {
-		_, err := ParseItemTTL([]byte(c.raw))
-		want := "ttl " + c.shown + " is invalid: ttl must be -1 (never expire) or an integer from 1 to 2147483647"
-		if err == nil || err.Error() != want {
-			t.Errorf("ParseItemTTL(%q) error\n got %v\nwant %s", c.raw, err, want)
-		}
-	}
-}
-
 func TestValidateDefaultTTLVectors(t *testing.T) {
 	v := ttlvectors.MustLoad(t)
 	for _, d := range v.DefaultTTL.Valid {
@@ -155,19 +76,6 @@ func TestValidateDefaultTTLVectors(t *testing.T) {
 			" is invalid: defaultTtl must be -1 (never expire) or an integer from 1 to 2147483647"
 		if err.Error() != want {
 			t.Errorf("ValidateDefaultTTL(%d): message\n got %q\nwant %q", *d, err, want)
-		}
-	}
-}
-
-func TestValidateDefaultTTLBounds(t *testing.T) {
-	for _, v := range []int64{-1, 1, 2, 3600, MaxTTL} {
-		if err := ValidateDefaultTTL(v); err != nil {
-			t.Errorf("ValidateDefaultTTL(%d) = %v", v, err)
-		}
-	}
-	for _, v := range []int64{0, -2, -1 << 63, MaxTTL + 1, 1<<63 - 1, 1 << 32} {
-		if err := ValidateDefaultTTL(v); !errors.Is(err, ErrInvalidDefaultTTL) {
-			t.Errorf("ValidateDefaultTTL(%d) = %v, want ErrInvalidDefaultTTL", v, err)
 		}
 	}
 }
