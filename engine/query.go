@@ -142,12 +142,24 @@ func (e *paramError) Error() string {
 
 func (e *paramError) Unwrap() []error { return []error{query.ErrInvalidQuery, e.err} }
 
-// planLocked plans q against the index as it is; c.mu is held.
+// planLocked plans q against the index as it is; c.mu is held. Only a
+// consistent index is trusted alone: a lazy one may still hold an item's
+// terms from an older version, so what it selects is re-checked and it
+// orders nothing (the plan says so, for collect and Explain alike).
 func (c *Container) planLocked(q *query.Bound) (*query.Plan, string) {
 	usable, why := c.indexUsableLocked()
 	cfg := c.ix.cfg.Load()
 	indexed := func(p string) bool { return usable && cfg.indexed(p) }
-	return withoutIDRanges(q.Plan(indexed)), why
+	plan := withoutIDRanges(q.Plan(indexed))
+	if cfg.mode != IndexingConsistent {
+		if plan.Access != nil {
+			plan.Exact = false
+		}
+		if plan.Order != nil {
+			plan.Order.Indexed = false
+		}
+	}
+	return plan, why
 }
 
 // candidates are the slots a query reads, taken under the lock.
@@ -213,11 +225,8 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, now int64, mayS
 		}
 		c.idx.DropExpired(bm) // one AndNot of the expired set
 	}
-	// Only a consistent index is exact: a lazy one may still hold an
-	// item's terms from an older version.
-	consistent := c.ix.cfg.Load().mode == IndexingConsistent
-	out := candidates{plan: plan, exact: consistent && plan.Access != nil && plan.Exact}
-	if o := plan.Order; o != nil && o.Indexed && c.ix.cfg.Load().mode == IndexingConsistent && !q.IsCount() {
+	out := candidates{plan: plan, exact: plan.Access != nil && plan.Exact}
+	if o := plan.Order; o != nil && o.Indexed && !q.IsCount() {
 		return c.walkLocked(ctx, q, out, bm, now, mayStop)
 	}
 	if bm == nil {
