@@ -1,8 +1,10 @@
 package segment
 
 import (
+	"bytes"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
@@ -18,7 +20,28 @@ import (
 type Cache struct {
 	shards []cacheShard
 	mask   uint64
+
+	// fills are the blocks Get decompressed on a miss, on their way into
+	// the cache; filling is set while a goroutine takes them in (fillLoop);
+	// pending counts the fills offered and not yet done.
+	fills   chan fill
+	filling atomic.Bool
+	pending atomic.Int64
 }
+
+// fill is a block offered to the cache: raw, decompressed into bb, a pooled
+// buffer that the cache returns to the pool once it has copied raw.
+type fill struct {
+	r   *Reader
+	key cacheKey
+	bb  *blockBuf
+	raw []byte
+}
+
+// maxFills is how many offered blocks may wait to be copied in; a miss
+// that finds the queue full leaves its block uncached (a later miss offers
+// it again).
+const maxFills = 64
 
 type cacheKey struct {
 	file  uint64
@@ -51,7 +74,7 @@ func NewCache(maxBytes int64) *Cache {
 	for n < maxCacheShards && maxBytes/int64(2*n) >= minShardBytes {
 		n *= 2
 	}
-	c := &Cache{shards: make([]cacheShard, n), mask: uint64(n - 1)}
+	c := &Cache{shards: make([]cacheShard, n), mask: uint64(n - 1), fills: make(chan fill, maxFills)}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.max = max(maxBytes, 0) / int64(n)
@@ -75,18 +98,82 @@ func (c *Cache) get(k cacheKey) ([]byte, bool) {
 	return v, ok
 }
 
+// offer hands the cache block key of r, decompressed into bb (raw), to keep
+// a copy of; bb is the cache's from then on. The copy is made on another
+// goroutine: it is the first write to memory new to the process while the
+// cache grows, a page fault per page, which the read that missed should not
+// wait for.
+func (c *Cache) offer(r *Reader, key cacheKey, bb *blockBuf, raw []byte) {
+	if c.shard(key).max == 0 {
+		putBlockBuf(bb)
+		return
+	}
+	c.pending.Add(1)
+	select {
+	case c.fills <- fill{r, key, bb, raw}:
+	default:
+		c.pending.Add(-1)
+		putBlockBuf(bb)
+		return
+	}
+	if c.filling.CompareAndSwap(false, true) {
+		go c.fillLoop()
+	}
+}
+
+// fillLoop copies offered blocks into the cache until none is waiting.
+func (c *Cache) fillLoop() {
+	for {
+		select {
+		case f := <-c.fills:
+			c.fill(f)
+		default:
+			c.filling.Store(false)
+			// A block offered after the queue was found empty and before
+			// filling was cleared started no loop: take it in.
+			if len(c.fills) == 0 || !c.filling.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}
+}
+
+// fill copies f's block into the cache, unless it is there already or its
+// file was closed: Reader.Close sets closed before it evicts the file's
+// blocks, and the check and the add hold the shard's lock that the eviction
+// takes, so a block of a closed file is never left behind.
+func (c *Cache) fill(f fill) {
+	defer c.pending.Add(-1)
+	defer putBlockBuf(f.bb)
+	s := c.shard(f.key)
+	s.mu.Lock()
+	skip := f.r.closed.Load() || s.lru.Contains(f.key)
+	s.mu.Unlock()
+	if skip {
+		return
+	}
+	block := bytes.Clone(f.raw) // outside the lock: this is the page faults
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !f.r.closed.Load() {
+		s.addLocked(f.key, block)
+	}
+}
+
 // add inserts a block, evicting the least recently used ones to make room.
 // The block must not be modified afterwards.
 func (c *Cache) add(k cacheKey, v []byte) {
 	s := c.shard(k)
-	cost := blockCost(v)
-	if cost > s.max {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lru.Contains(k) {
-		return // another reader filled it first
+	s.addLocked(k, v)
+}
+
+// addLocked is add with s's lock held.
+func (s *cacheShard) addLocked(k cacheKey, v []byte) {
+	cost := blockCost(v)
+	if cost > s.max || s.lru.Contains(k) {
+		return // too large, or another reader filled it first
 	}
 	for s.size+cost > s.max {
 		s.lru.RemoveOldest()

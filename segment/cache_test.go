@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestCacheEviction(t *testing.T) {
@@ -115,5 +116,104 @@ func TestCacheSharedReaders(t *testing.T) {
 	}
 	if cache.Len() == 0 {
 		t.Error("nothing cached")
+	}
+}
+
+// settle waits until every block offered to c has been taken in or
+// dropped.
+func (c *Cache) settle(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.pending.Load() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d blocks still offered to the cache after 10 s", c.pending.Load())
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// TestCacheFillsInBackground checks that a missed block is kept by the
+// background fill, that a second Get of it reads the cached copy, and that
+// a Body from before the fill stays the record's.
+func TestCacheFillsInBackground(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(5, 6)), 300, 0)
+	path, hs, _ := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: 2048, Compression: CompressionS2})
+	cache := NewCache(64 << 20)
+	r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	first := make([]Record, len(hs))
+	blocks := map[uint32]bool{}
+	for i, h := range hs {
+		if err := r.Get(h, &first[i]); err != nil {
+			t.Fatal(err)
+		}
+		blocks[h.Block] = true
+		if i%32 == 31 {
+			cache.settle(t) // the queue holds maxFills; keep it from dropping
+		}
+	}
+	cache.settle(t)
+	if cache.Len() != len(blocks) {
+		t.Fatalf("%d blocks cached after reading %d", cache.Len(), len(blocks))
+	}
+	for i, h := range hs {
+		var again Record
+		if err := r.Get(h, &again); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(again, recs[i]) || !reflect.DeepEqual(first[i], recs[i]) {
+			t.Fatalf("record %d: first %+v, cached %+v, want %+v", i, first[i], again, recs[i])
+		}
+	}
+	if cache.pending.Load() != 0 {
+		t.Fatalf("hits offered %d blocks", cache.pending.Load())
+	}
+}
+
+// TestCacheFillAfterClose races the background fills of missed blocks
+// against Close: once every offer is settled, no block of a closed file may
+// be left in the cache (its FileNum could name another file later).
+func TestCacheFillAfterClose(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(7, 8)), 400, 0)
+	dir := t.TempDir()
+	path, hs, _ := writeSegment(t, dir, recs, WriterOptions{BlockSize: 1024, Compression: CompressionS2})
+	cache := NewCache(64 << 20)
+	for round := range 50 {
+		file := uint64(round)
+		r, err := Open(path, ReaderOptions{Cache: cache, FileNum: file})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				var rec Record
+				for i := g; i < len(hs); i += 4 {
+					if err := r.Get(hs[i], &rec); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if round%2 == 1 {
+			cache.settle(t) // a close after the fills, as well as during them
+		}
+		r.Close()
+		cache.settle(t)
+		for i := range cache.shards {
+			s := &cache.shards[i]
+			s.mu.Lock()
+			for _, k := range s.lru.Keys() {
+				if k.file == file {
+					t.Errorf("round %d: block %d of the closed file is cached", round, k.block)
+				}
+			}
+			s.mu.Unlock()
+		}
 	}
 }
