@@ -5,9 +5,9 @@
 package docfmt
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -79,21 +79,32 @@ func QuoteShort(s string) string {
 // quotes: "\"0000...\""). stored must be a JSON object; whitespace around its
 // braces is tolerated.
 func Render(dst, stored []byte, ts int64, etag string) []byte {
-	dst = slices.Grow(dst, RenderedSize(stored))
-	dst = append(dst, `{"_ts":`...)
-	dst = strconv.AppendInt(dst, ts, 10)
-	dst = append(dst, `,"_etag":`...)
-	dst = query.AppendString(dst, etag)
+	var buf [64]byte // holds the head, etag included, unless ts or etag is unusually long
+	head := append(buf[:0], `{"_ts":`...)
+	head = strconv.AppendInt(head, ts, 10)
+	head = append(head, `,"_etag":`...)
+	head = query.AppendString(head, etag)
 	rest := stored[skipWS(stored, 0):]
 	if len(rest) > 0 && rest[0] == '{' {
 		rest = rest[skipWS(rest, 1):]
 	}
 	if len(rest) == 0 || rest[0] == '}' {
-		return append(dst, '}')
+		rest = closeBrace
+	} else {
+		head = append(head, ',')
 	}
-	dst = append(dst, ',')
-	return append(dst, rest...)
+	if cap(dst)-len(dst) >= len(head)+len(rest) {
+		return append(append(dst, head...), rest...)
+	}
+	// A new allocation of the exact size that is not zeroed first
+	// (bytes.Join): every byte of it is written here, and zeroing is a
+	// pass of its own over memory that, while the heap grows, is new to
+	// the process and faults once per page.
+	return bytes.Join([][]byte{dst, head, rest}, nil)
 }
+
+// closeBrace ends the rendering of an empty stored object.
+var closeBrace = []byte{'}'}
 
 // RenderedSize bounds the bytes Render appends for a stored body with
 // an etag of ETag.
