@@ -7,6 +7,7 @@ import (
 
 	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -283,7 +284,7 @@ func (c *Container) openOutputs(res compactor.Result, outside map[uint32]*segFil
 		o.noteHidden(m.ID, m.Seq, outside)
 	}
 	c.mu.RUnlock()
-	if err := db.syncDir(filepath.Join(db.dir, dbfile.SegmentDir)); err != nil {
+	if err := vfs.SyncDir(db.fs, filepath.Join(db.dir, dbfile.SegmentDir)); err != nil {
 		return fail(err)
 	}
 	return outputs, nil

@@ -291,9 +291,9 @@ func (db *DB) writeCompacted(m *dbfile.Manifest, gen int64) (err error) {
 	if err = db.fs.Rename(tmp, filepath.Join(db.dir, dbfile.ManifestName)); err != nil {
 		return err
 	}
-	if err := db.fs.SyncDir(db.dir); err != nil {
+	if err := vfs.SyncDir(db.fs, db.dir); err != nil {
 		l.rewrite = true // the new file may not be durable: append nothing to it
-		return fmt.Errorf("fsync directory %s: %w", db.dir, err)
+		return err
 	}
 	pending := int64(len(l.pending))
 	l.rewrote(int64(len(b)))

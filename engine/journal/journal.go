@@ -165,7 +165,7 @@ func Open(dir, brokenDir string, opts Options) (*Journal, error) {
 	}
 	j := &Journal{dir: dir, opts: opts, fs: fsys, hook: hook, repair: repair, log: log}
 	// tidwall may have created the first segment or settled a truncation.
-	if err := syncDir(fsys, dir); err != nil {
+	if err := vfs.SyncDir(fsys, dir); err != nil {
 		log.Close()
 		return nil, err
 	}
@@ -382,7 +382,7 @@ func (j *Journal) SyncTo(seq uint64) error {
 
 	err := j.syncTailFile(path, int64(size))
 	if err == nil && dirty {
-		err = syncDir(j.fs, j.dir)
+		err = vfs.SyncDir(j.fs, j.dir)
 	}
 	if err != nil {
 		j.mu.Lock()
@@ -614,7 +614,7 @@ func (j *Journal) TruncateFront(seq uint64) error {
 	}
 	j.size.Add(-removed)
 	if removed > 0 {
-		errs = append(errs, syncDir(j.fs, j.dir))
+		errs = append(errs, vfs.SyncDir(j.fs, j.dir))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("journal: truncate: %w", err)
@@ -644,7 +644,7 @@ func (j *Journal) Close() error {
 		// tidwall's Close fsyncs the tail.
 		err = j.before(vfs.OpSync, j.tailPath, nil)
 		if err == nil && j.dirDirty {
-			err = syncDir(j.fs, j.dir)
+			err = vfs.SyncDir(j.fs, j.dir)
 		}
 	}
 	if cerr := j.log.Close(); cerr != nil && err == nil {
