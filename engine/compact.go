@@ -190,6 +190,7 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 			w, err := db.createSegment(num, c.num, true)
 			return w, num, db.segmentPath(num), err
 		},
+		Remove:       db.fs.Remove,
 		MaxFileBytes: maxCompactedFileBytes,
 		Throttle:     throttle,
 	})
