@@ -51,16 +51,16 @@ func (c *Container) Compact(ctx context.Context) error {
 	// background compactor's rate (Options.CompactionRate), so that a
 	// Compact called while the store serves requests does not crowd them
 	// out: it takes longer instead.
-	if err := c.rewrite(ctx, all, newBudget(db.opts.CompactionRate).wait); err != nil {
+	if err := c.rewriteLocked(ctx, all, newBudget(db.opts.CompactionRate).wait); err != nil {
 		return err
 	}
 	db.waitRemovals() // the space is back when Compact returns
 	return nil
 }
 
-// dropFiles deletes files that hold no live record and hide nothing, without
-// reading them; db.sealMu is held.
-func (c *Container) dropFiles(nums []uint32) error {
+// dropFilesLocked deletes files that hold no live record and hide nothing,
+// without reading them; db.sealMu is held.
+func (c *Container) dropFilesLocked(nums []uint32) error {
 	if len(nums) == 0 {
 		return nil
 	}
@@ -114,11 +114,11 @@ func (c *Container) dropFiles(nums []uint32) error {
 	return nil
 }
 
-// rewrite replaces the files nums with new files holding only what is still
-// needed: the live, newest version of each item, and a tombstone for a dead
-// record whose id may have an older version in a file outside nums.
+// rewriteLocked replaces the files nums with new files holding only what is
+// still needed: the live, newest version of each item, and a tombstone for a
+// dead record whose id may have an older version in a file outside nums.
 // db.sealMu is held. throttle, if not nil, paces the reads.
-func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(context.Context, int) error) error {
+func (c *Container) rewriteLocked(ctx context.Context, nums []uint32, throttle func(context.Context, int) error) error {
 	db := c.db
 	now := db.clock.now()
 	c.advanceInSteps(now)

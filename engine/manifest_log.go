@@ -109,8 +109,9 @@ func (db *DB) logEditLocked(put []*Container, del []uint32) error {
 	return db.logEditFromLocked(put, del, 0)
 }
 
-// logEditFromLocked is logEditLocked that also moves the journal's replay start to
-// journalFrom (0: leaves it). A seal uses it, with put holding every
+// logEditFromLocked is logEditLocked that also moves the journal's replay
+// start to journalFrom (0: leaves it); db.mu is held, as for logEditLocked,
+// and db.man is not. A seal uses it, with put holding every
 // container it wrote files for: once the edit is durable, those files hold
 // what the journal no longer needs to replay.
 func (db *DB) logEditFromLocked(put []*Container, del []uint32, journalFrom uint64) error {

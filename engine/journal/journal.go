@@ -379,7 +379,7 @@ func (j *Journal) SyncTo(seq uint64) error {
 	j.dirDirty = false
 	j.mu.Unlock()
 
-	err := j.syncTailFile(path, int64(size))
+	err := j.syncTailFileLocked(path, int64(size))
 	if err == nil && dirty {
 		err = vfs.SyncDir(j.fs, j.dir)
 	}
@@ -395,12 +395,12 @@ func (j *Journal) SyncTo(seq uint64) error {
 	return nil
 }
 
-// syncTailFile fsyncs the tail file at path through the journal's own
+// syncTailFileLocked fsyncs the tail file at path through the journal's own
 // descriptor of it, opened through the FS (so the FS sees the open and the
 // fsync as operations on its own file, and fails them as it would any
 // other: the hook's Before is not asked again), and reports to the hook
 // that size bytes of it are durable. j.syncMu is held.
-func (j *Journal) syncTailFile(path string, size int64) error {
+func (j *Journal) syncTailFileLocked(path string, size int64) error {
 	if j.syncPath != path {
 		if j.syncFile != nil {
 			j.syncFile.Close()
