@@ -3,7 +3,6 @@ package compactor
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/ebbdb/ebb/segment"
 )
@@ -35,6 +34,10 @@ type Moved struct {
 type Output struct {
 	// Create makes a new, empty segment file and returns its number and path.
 	Create func() (w *segment.Writer, num uint32, path string, err error)
+	// Remove removes a file Create made, when a later step of the rewrite
+	// fails. It is the caller's file system (the engine's Options.FS): the
+	// compactor does no file operation of its own.
+	Remove func(path string) error
 	// MaxFileBytes ends a file and starts another once this many bytes are
 	// written. Zero means one file.
 	MaxFileBytes int64
@@ -54,7 +57,8 @@ type Result struct {
 
 // Rewrite copies the records of srcs that decide keeps into new files made
 // by out.Create, in source order. On error or cancellation it
-// removes what it wrote and returns the error; the sources are never
+// removes what it wrote (aborting the open writer, and out.Remove for the
+// files finished) and returns the error; the sources are never
 // changed. The caller fsyncs the directory and swaps the files in.
 func Rewrite(ctx context.Context, srcs []*segment.Reader, decide func(*segment.Record) Decision, out Output) (res Result, err error) {
 	var w *segment.Writer
@@ -112,7 +116,7 @@ func Rewrite(ctx context.Context, srcs []*segment.Reader, decide func(*segment.R
 				if w, num, path, err = out.Create(); err != nil {
 					return res, fmt.Errorf("compactor: create output: %w", err)
 				}
-				abandon = append(abandon, func() error { return os.Remove(path) })
+				abandon = append(abandon, func() error { return out.Remove(path) })
 			}
 			h, err := w.Add(rec)
 			if err != nil {

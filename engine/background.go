@@ -75,7 +75,7 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 	}
 	db.log.Debug("ebb: compaction plan", "container", c.ID(), "files", len(files), "drop", plan.Drop, "rewrite", plan.Rewrite)
 	db.sealMu.Lock()
-	err := c.dropFiles(plan.Drop)
+	err := c.dropFilesLocked(plan.Drop)
 	db.sealMu.Unlock()
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 		}
 		// Seals may run between groups.
 		db.sealMu.Lock()
-		err := c.rewrite(ctx, group, throttle)
+		err := c.rewriteLocked(ctx, group, throttle)
 		db.sealMu.Unlock()
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // clock is the engine's notion of now, in whole unix seconds: the larger of
@@ -183,7 +184,7 @@ func (db *DB) persistClock() error {
 // writeClockFileLocked writes h to the CLOCK file; db.clockMu is held.
 func (db *DB) writeClockFileLocked(h int64) error {
 	b := dbfile.ClockFile{High: h, ResetSeq: db.clockResetSeq.Load()}.Encode()
-	if err := writeFileAtomic(db.fs, db.dir, dbfile.ClockName, b); err != nil {
+	if err := vfs.WriteFileAtomic(db.fs, db.dir, dbfile.ClockName, b); err != nil {
 		return err
 	}
 	db.clockInFile.Store(h)

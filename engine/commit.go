@@ -352,7 +352,7 @@ func (c *Container) apply(r *commitReq) {
 	r.items = make([]Item, len(r.recs))
 	for i := range r.recs {
 		rec := &r.recs[i]
-		c.applyRecord(*rec, r.sizes[i])
+		c.applyRecordLocked(*rec, r.sizes[i])
 		if rec.Op == segment.OpPut {
 			c.indexWriteLocked(&r.ops[i], rec)
 			// ETag and Body are added by renderItems, outside the lock.
@@ -361,9 +361,9 @@ func (c *Container) apply(r *commitReq) {
 	}
 }
 
-// applyRecord adds one journaled record to the memtable and index; c.mu is
-// held for writing. Recovery replays the journal through it too.
-func (c *Container) applyRecord(rec segment.Record, size int) {
+// applyRecordLocked adds one journaled record to the memtable and index;
+// c.mu is held for writing. Recovery replays the journal through it too.
+func (c *Container) applyRecordLocked(rec segment.Record, size int) {
 	c.db.memBytes.Add(int64(size))
 	if rec.Op == segment.OpDelete {
 		existed := c.idx.Delete(rec.ID)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -50,16 +51,16 @@ func (c *Container) Compact(ctx context.Context) error {
 	// background compactor's rate (Options.CompactionRate), so that a
 	// Compact called while the store serves requests does not crowd them
 	// out: it takes longer instead.
-	if err := c.rewrite(ctx, all, newBudget(db.opts.CompactionRate).wait); err != nil {
+	if err := c.rewriteLocked(ctx, all, newBudget(db.opts.CompactionRate).wait); err != nil {
 		return err
 	}
 	db.waitRemovals() // the space is back when Compact returns
 	return nil
 }
 
-// dropFiles deletes files that hold no live record and hide nothing, without
-// reading them; db.sealMu is held.
-func (c *Container) dropFiles(nums []uint32) error {
+// dropFilesLocked deletes files that hold no live record and hide nothing,
+// without reading them; db.sealMu is held.
+func (c *Container) dropFilesLocked(nums []uint32) error {
 	if len(nums) == 0 {
 		return nil
 	}
@@ -113,11 +114,11 @@ func (c *Container) dropFiles(nums []uint32) error {
 	return nil
 }
 
-// rewrite replaces the files nums with new files holding only what is still
-// needed: the live, newest version of each item, and a tombstone for a dead
-// record whose id may have an older version in a file outside nums.
+// rewriteLocked replaces the files nums with new files holding only what is
+// still needed: the live, newest version of each item, and a tombstone for a
+// dead record whose id may have an older version in a file outside nums.
 // db.sealMu is held. throttle, if not nil, paces the reads.
-func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(context.Context, int) error) error {
+func (c *Container) rewriteLocked(ctx context.Context, nums []uint32, throttle func(context.Context, int) error) error {
 	db := c.db
 	now := db.clock.now()
 	c.advanceInSteps(now)
@@ -189,6 +190,7 @@ func (c *Container) rewrite(ctx context.Context, nums []uint32, throttle func(co
 			w, err := db.createSegment(num, c.num, true)
 			return w, num, db.segmentPath(num), err
 		},
+		Remove:       db.fs.Remove,
 		MaxFileBytes: maxCompactedFileBytes,
 		Throttle:     throttle,
 	})
@@ -283,7 +285,7 @@ func (c *Container) openOutputs(res compactor.Result, outside map[uint32]*segFil
 		o.noteHidden(m.ID, m.Seq, outside)
 	}
 	c.mu.RUnlock()
-	if err := db.syncDir(filepath.Join(db.dir, dbfile.SegmentDir)); err != nil {
+	if err := vfs.SyncDir(db.fs, filepath.Join(db.dir, dbfile.SegmentDir)); err != nil {
 		return fail(err)
 	}
 	return outputs, nil

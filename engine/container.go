@@ -207,7 +207,7 @@ func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.
 		return 0, fmt.Errorf("%w: item %q in container %q", ErrNotFound, id, c.id)
 	}
 	expires = c.idx.ExpiresAt(&s)
-	if r, ok := c.memRecord(s.Loc); ok {
+	if r, ok := c.memRecordLocked(s.Loc); ok {
 		*rec = *r
 		c.mu.RUnlock()
 		return expires, nil
@@ -244,8 +244,9 @@ func (c *Container) expiredAtLocked(id string, now int64) int64 {
 	return c.markedUpTo.Load() // marked expired under an earlier policy
 }
 
-// memRecord finds a record in the active or frozen memtable; c.mu is held.
-func (c *Container) memRecord(loc index.Loc) (*segment.Record, bool) {
+// memRecordLocked finds a record in the active or frozen memtable; c.mu is
+// held.
+func (c *Container) memRecordLocked(loc index.Loc) (*segment.Record, bool) {
 	if !loc.InMem() {
 		return nil, false
 	}

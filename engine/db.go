@@ -400,7 +400,7 @@ func (db *DB) rewriteManifestLocked() error {
 	if err != nil {
 		return fmt.Errorf("ebb: encode manifest: %w", err)
 	}
-	if err := writeFileAtomic(db.fs, db.dir, dbfile.ManifestName, b); err != nil {
+	if err := vfs.WriteFileAtomic(db.fs, db.dir, dbfile.ManifestName, b); err != nil {
 		// The rename may have happened without being durable: append
 		// nothing to this file until a rewrite succeeds.
 		db.man.log.rewrite = true

@@ -2,13 +2,13 @@ package engine
 
 import (
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // segListing remembers which entries of an open DB's segment folder are
@@ -28,22 +28,19 @@ type segListing struct {
 const segListingSettled = 2 * time.Second
 
 // otherBytes is the size of what the segment folder seg holds besides
-// segment files.
-func (l *segListing) otherBytes(seg string) int64 {
-	fi, err := os.Stat(seg)
+// segment files, read through fsys.
+func (l *segListing) otherBytes(fsys vfs.FS, seg string) int64 {
+	fi, err := fsys.Stat(seg)
 	if err != nil {
 		return 0
 	}
 	l.mu.Lock()
 	if !fi.ModTime().Equal(l.mtime) || l.listedAt.Sub(l.mtime) < segListingSettled {
 		l.mtime, l.listedAt, l.other = fi.ModTime(), time.Now(), l.other[:0]
-		if f, err := os.Open(seg); err == nil {
-			ents, _ := f.ReadDir(-1) // unsorted: cheaper than os.ReadDir
-			f.Close()
-			for _, e := range ents {
-				if _, ok := dbfile.SegmentFileNum(e.Name()); !ok || !e.Type().IsRegular() {
-					l.other = append(l.other, e.Name())
-				}
+		ents, _ := fsys.ReadDir(seg)
+		for _, e := range ents {
+			if _, ok := dbfile.SegmentFileNum(e.Name()); !ok || !e.Type().IsRegular() {
+				l.other = append(l.other, e.Name())
 			}
 		}
 	}
@@ -51,22 +48,22 @@ func (l *segListing) otherBytes(seg string) int64 {
 	l.mu.Unlock()
 	var n int64
 	for _, name := range other {
-		n += dbfile.TreeSize(filepath.Join(seg, name))
+		n += dbfile.TreeSize(fsys, filepath.Join(seg, name))
 	}
 	return n
 }
 
 // openSharedBytes is sharedFileBytes for the open DB: every file under its
 // directory but the segment files, whose folder it lists only when it
-// changed (segListing).
+// changed (segListing). It reads through db.fs.
 func (db *DB) openSharedBytes() int64 {
 	var n int64
 	segs := filepath.Join(db.dir, dbfile.SegmentDir)
-	filepath.WalkDir(db.dir, func(path string, d fs.DirEntry, err error) error {
+	vfs.WalkDir(db.fs, db.dir, func(path string, d fs.DirEntry, err error) error {
 		switch {
 		case err != nil:
 		case d.IsDir() && path == segs:
-			n += db.segList.otherBytes(segs)
+			n += db.segList.otherBytes(db.fs, segs)
 			return filepath.SkipDir
 		case d.Type().IsRegular():
 			if info, err := d.Info(); err == nil {

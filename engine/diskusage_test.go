@@ -11,6 +11,7 @@ import (
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/tool"
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // After every seal the journal keeps no sealed entry on disk (its folder
@@ -160,7 +161,7 @@ func TestSegListing(t *testing.T) {
 				want += treeBytes(t, filepath.Join(seg, e.Name()))
 			}
 		}
-		if got := l.otherBytes(seg); got != want {
+		if got := l.otherBytes(vfs.OS, seg); got != want {
 			t.Fatalf("%s: %d bytes besides segment files, want %d", when, got, want)
 		}
 	}
@@ -197,12 +198,12 @@ func TestSegListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("settled again")
-	before := l.otherBytes(seg)
+	before := l.otherBytes(vfs.OS, seg)
 	write("hidden.txt", 7)
 	if err := os.Chtimes(seg, old, old); err != nil {
 		t.Fatal(err)
 	}
-	if got := l.otherBytes(seg); got != before {
+	if got := l.otherBytes(vfs.OS, seg); got != before {
 		t.Fatalf("a settled, unchanged folder was listed again: %d bytes, then %d", before, got)
 	}
 }

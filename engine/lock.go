@@ -36,12 +36,3 @@ func (l *dirLock) release() error {
 	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	return l.f.Close()
 }
-
-// syncDir fsyncs a directory so that files created, renamed or removed in it
-// survive a crash.
-func (db *DB) syncDir(dir string) error {
-	if err := db.fs.SyncDir(dir); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
-}

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
@@ -42,39 +41,8 @@ func writeManifest(fsys vfs.FS, dir string, m *dbfile.Manifest) error {
 	if err != nil {
 		return fmt.Errorf("ebb: encode manifest: %w", err)
 	}
-	if err := writeFileAtomic(fsys, dir, dbfile.ManifestName, b); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, dir, dbfile.ManifestName, b); err != nil {
 		return fmt.Errorf("ebb: write manifest: %w", err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes name in dir through a temporary file, fsync and
-// rename, then fsyncs dir. When it fails before the rename, name is as it
-// was and the temporary file is removed. A failed fsync of dir after the
-// rename leaves the new file in place but perhaps not durable: a crash may
-// bring back either version, each whole.
-func writeFileAtomic(fsys vfs.FS, dir, name string, b []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		fsys.Remove(tmp)
-		return err
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
 }

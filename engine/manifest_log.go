@@ -109,8 +109,9 @@ func (db *DB) logEditLocked(put []*Container, del []uint32) error {
 	return db.logEditFromLocked(put, del, 0)
 }
 
-// logEditFromLocked is logEditLocked that also moves the journal's replay start to
-// journalFrom (0: leaves it). A seal uses it, with put holding every
+// logEditFromLocked is logEditLocked that also moves the journal's replay
+// start to journalFrom (0: leaves it); db.mu is held, as for logEditLocked,
+// and db.man is not. A seal uses it, with put holding every
 // container it wrote files for: once the edit is durable, those files hold
 // what the journal no longer needs to replay.
 func (db *DB) logEditFromLocked(put []*Container, del []uint32, journalFrom uint64) error {
@@ -291,9 +292,9 @@ func (db *DB) writeCompacted(m *dbfile.Manifest, gen int64) (err error) {
 	if err = db.fs.Rename(tmp, filepath.Join(db.dir, dbfile.ManifestName)); err != nil {
 		return err
 	}
-	if err := db.fs.SyncDir(db.dir); err != nil {
+	if err := vfs.SyncDir(db.fs, db.dir); err != nil {
 		l.rewrite = true // the new file may not be durable: append nothing to it
-		return fmt.Errorf("fsync directory %s: %w", db.dir, err)
+		return err
 	}
 	pending := int64(len(l.pending))
 	l.rewrote(int64(len(b)))

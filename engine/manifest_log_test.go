@@ -335,7 +335,7 @@ func TestCompactionLogsOneEdit(t *testing.T) {
 		}
 		before := cfs.snapshot()
 		db.sealMu.Lock()
-		err := c.rewrite(ctx, files(), nil)
+		err := c.rewriteLocked(ctx, files(), nil)
 		db.sealMu.Unlock()
 		if err != nil {
 			t.Fatal(err)
@@ -354,14 +354,14 @@ func TestCompactionLogsOneEdit(t *testing.T) {
 		kept := files()
 		before = cfs.snapshot()
 		db.sealMu.Lock()
-		err = c.dropFiles(kept[len(kept)-1:])
+		err = c.dropFilesLocked(kept[len(kept)-1:])
 		db.sealMu.Unlock()
 		if err != nil {
 			t.Fatal(err)
 		}
 		drop = cfs.snapshot().minus(before)
 		if n := len(files()); n != len(kept)-1 {
-			t.Fatalf("dropFiles left %d of %d files", n, len(kept))
+			t.Fatalf("dropFilesLocked left %d of %d files", n, len(kept))
 		}
 		return rewrite, drop, sealed
 	}

@@ -220,7 +220,7 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, now int64, mayS
 	var bm *roaring.Bitmap
 	if plan.Access != nil {
 		var err error
-		if bm, err = c.evalAccess(ctx, plan.Access); err != nil {
+		if bm, err = c.evalAccessLocked(ctx, plan.Access); err != nil {
 			return candidates{}, err
 		}
 		c.idx.DropExpired(bm) // one AndNot of the expired set
@@ -347,16 +347,16 @@ func (c *Container) liveSlotsAmongLocked(few, bm *roaring.Bitmap, now int64, dst
 	return dst
 }
 
-// evalAccess computes the slots an access path names, or returns ctx's
+// evalAccessLocked computes the slots an access path names, or returns ctx's
 // error once ctx ends; c.mu is held.
-func (c *Container) evalAccess(ctx context.Context, a *query.Access) (*roaring.Bitmap, error) {
+func (c *Container) evalAccessLocked(ctx context.Context, a *query.Access) (*roaring.Bitmap, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	switch a.Kind {
 	case query.Eq:
 		if a.Path == idPath {
-			return c.idSlots(a.Keys), nil
+			return c.idSlotsLocked(a.Keys), nil
 		}
 		return c.idx.TermEq(a.Path, a.Keys...), nil
 	case query.Range:
@@ -367,7 +367,7 @@ func (c *Container) evalAccess(ctx context.Context, a *query.Access) (*roaring.B
 		bms := make([]*roaring.Bitmap, len(a.Children))
 		for i, ch := range a.Children {
 			var err error
-			if bms[i], err = c.evalAccess(ctx, ch); err != nil {
+			if bms[i], err = c.evalAccessLocked(ctx, ch); err != nil {
 				return nil, err
 			}
 		}

@@ -22,8 +22,9 @@ var stringKeyTag = func() string {
 	return k
 }()
 
-// idSlots is the primary index's answer to c.id IN (keys); c.mu is held.
-func (c *Container) idSlots(keys []string) *roaring.Bitmap {
+// idSlotsLocked is the primary index's answer to c.id IN (keys); c.mu is
+// held.
+func (c *Container) idSlotsLocked(keys []string) *roaring.Bitmap {
 	bm := roaring.New()
 	for _, k := range keys {
 		id, ok := strings.CutPrefix(k, stringKeyTag)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // recover builds the DB's state from dir: the manifest, then each segment
@@ -149,7 +150,7 @@ func (db *DB) removeOrphans(referenced map[uint32]bool) error {
 		removed++
 	}
 	if removed > 0 {
-		return db.syncDir(dir)
+		return vfs.SyncDir(db.fs, dir)
 	}
 	return nil
 }

@@ -84,13 +84,13 @@ func TestRemovedFilesLeaveDisk(t *testing.T) {
 				// of them still wait to be unlinked.
 				nums := allFiles(c)
 				db.sealMu.Lock()
-				err := c.dropFiles(nums)
+				err := c.dropFilesLocked(nums)
 				db.sealMu.Unlock()
 				if err != nil {
 					t.Fatal(err)
 				}
 				if left := len(allFiles(c)); left != 0 {
-					t.Fatalf("dropFiles left %d of %d files", left, len(nums))
+					t.Fatalf("dropFilesLocked left %d of %d files", left, len(nums))
 				}
 				db.Close()
 				rep, err := tool.Inspect(dir)

@@ -120,7 +120,7 @@ func (db *DB) replayEntry(seq uint64, payload []byte) error {
 		if c == nil {
 			continue // its container was deleted
 		}
-		c.applyRecord(rec, n)
+		c.applyRecordLocked(rec, n)
 		if db.raisesFloor(rec.Seq) {
 			db.clock.observe(rec.TS)
 		}

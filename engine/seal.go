@@ -294,7 +294,7 @@ func (c *Container) sealFrozen() (bool, error) {
 		}
 		made = append(made, f)
 	}
-	if err := db.syncDir(filepath.Join(db.dir, dbfile.SegmentDir)); err != nil {
+	if err := vfs.SyncDir(db.fs, filepath.Join(db.dir, dbfile.SegmentDir)); err != nil {
 		return fail(err)
 	}
 

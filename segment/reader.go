@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // ReaderOptions configures a Reader.
@@ -63,8 +64,10 @@ type RecordAt struct {
 
 // Open opens the segment file at path and checks its footer, header and
 // block table. Damage found returns a *CorruptError (wrapping ErrCorrupt).
+// It reads through vfs.OS, for the offline tools and tests; the engine
+// opens its files through its own vfs.FS and calls OpenFile.
 func Open(path string, opts ReaderOptions) (*Reader, error) {
-	f, err := os.Open(path)
+	f, err := vfs.OS.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
+
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // Handle locates a record inside a segment file: the number of its data
@@ -79,16 +81,18 @@ type File interface {
 }
 
 // Create creates a new segment file at path, failing if it exists. The
-// caller picks the name, and after Finish fsyncs the directory.
+// caller picks the name, and after Finish fsyncs the directory. It writes
+// through vfs.OS, for tests and offline callers; the engine creates its
+// files through its own vfs.FS and calls NewWriter.
 func Create(path string, opts WriterOptions) (*Writer, error) {
 	if err := checkWriterOptions(&opts); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := vfs.CreateExcl(vfs.OS, path)
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
-	return NewWriter(f, path, opts, func() error { return os.Remove(path) })
+	return NewWriter(f, path, opts, func() error { return vfs.OS.Remove(path) })
 }
 
 // NewWriter starts a segment in f, a new, empty file named path (the name
@@ -246,7 +250,7 @@ func (w *Writer) Abort() error {
 	if w.discard == nil {
 		return nil
 	}
-	if err := w.discard(); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := w.discard(); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("segment: remove %s: %w", w.path, err)
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // Cycle closes the tail segment file and starts a new, empty one, which
@@ -40,7 +42,7 @@ func (j *Journal) Cycle() error {
 	if err := f.Close(); err != nil {
 		return j.fail(fmt.Errorf("cycle: close %s: %w", path, err))
 	}
-	if err := syncDir(j.fs, j.dir); err != nil {
+	if err := vfs.SyncDir(j.fs, j.dir); err != nil {
 		return j.fail(fmt.Errorf("cycle: %w", err))
 	}
 	if err := j.log.Close(); err != nil {

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"path/filepath"
+
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // Bounds on what ReadFile holds in memory, whatever the size of the file.
@@ -29,17 +30,17 @@ const (
 // folder, a fifo, a device): reading one could block or never end.
 var errNotRegular = errors.New("not a regular file")
 
-// openRegular opens path for reading if it is a regular file, and returns
-// its size.
-func openRegular(path string) (*os.File, int64, error) {
-	fi, err := os.Stat(path)
+// openRegular opens path through fsys for reading if it is a regular file,
+// and returns its size.
+func openRegular(fsys vfs.FS, path string) (vfs.File, int64, error) {
+	fi, err := fsys.Stat(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, 0, fmt.Errorf("%s: %w (%s)", path, errNotRegular, fi.Mode().Type())
 	}
-	f, err := os.Open(path)
+	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -61,9 +62,10 @@ type fileReader struct {
 // StartsWithEntry reports whether path is a regular file that starts with a
 // valid journal entry. It reads the first entry only (streaming its
 // checksum if it is large), so it is cheap on a file of any size; the
-// offline tools use it to tell a journal file from an unknown one.
+// offline tools use it to tell a journal file from an unknown one. It reads
+// through vfs.OS.
 func StartsWithEntry(path string) bool {
-	f, size, err := openRegular(path)
+	f, size, err := openRegular(vfs.OS, path)
 	if err != nil {
 		return false
 	}

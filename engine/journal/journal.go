@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -102,11 +101,11 @@ type Journal struct {
 
 	// syncMu serializes fsyncs of the tail (SyncTo), which run without mu so
 	// that Write goes on meanwhile; it guards syncFile, a descriptor of the
-	// file at syncPath (the tail when it was opened) used only to fsync it:
-	// fsync makes every write to the file durable, whichever descriptor
-	// made it.
+	// file at syncPath (the tail when it was opened), opened through the FS
+	// and used only to fsync it: fsync makes every write to the file
+	// durable, whichever descriptor made it.
 	syncMu   sync.Mutex
-	syncFile *os.File
+	syncFile vfs.File
 	syncPath string
 	// synced is the last seq known durable.
 	synced atomic.Uint64
@@ -165,7 +164,7 @@ func Open(dir, brokenDir string, opts Options) (*Journal, error) {
 	}
 	j := &Journal{dir: dir, opts: opts, fs: fsys, hook: hook, repair: repair, log: log}
 	// tidwall may have created the first segment or settled a truncation.
-	if err := syncDir(fsys, dir); err != nil {
+	if err := vfs.SyncDir(fsys, dir); err != nil {
 		log.Close()
 		return nil, err
 	}
@@ -380,9 +379,9 @@ func (j *Journal) SyncTo(seq uint64) error {
 	j.dirDirty = false
 	j.mu.Unlock()
 
-	err := j.syncTailFile(path, int64(size))
+	err := j.syncTailFileLocked(path, int64(size))
 	if err == nil && dirty {
-		err = syncDir(j.fs, j.dir)
+		err = vfs.SyncDir(j.fs, j.dir)
 	}
 	if err != nil {
 		j.mu.Lock()
@@ -396,24 +395,22 @@ func (j *Journal) SyncTo(seq uint64) error {
 	return nil
 }
 
-// syncTailFile fsyncs the tail file at path through the journal's own
-// descriptor of it (tidwall writes it with package os, so it is opened with
-// package os too, and the hook is told, as for tidwall's own calls), and
-// reports to the hook that size bytes of it are durable. j.syncMu is held.
-func (j *Journal) syncTailFile(path string, size int64) error {
+// syncTailFileLocked fsyncs the tail file at path through the journal's own
+// descriptor of it, opened through the FS (so the FS sees the open and the
+// fsync as operations on its own file, and fails them as it would any
+// other: the hook's Before is not asked again), and reports to the hook
+// that size bytes of it are durable. j.syncMu is held.
+func (j *Journal) syncTailFileLocked(path string, size int64) error {
 	if j.syncPath != path {
 		if j.syncFile != nil {
 			j.syncFile.Close()
 			j.syncFile, j.syncPath = nil, ""
 		}
-		f, err := os.Open(path)
+		f, err := j.fs.Open(path)
 		if err != nil {
 			return fmt.Errorf("open %s to fsync it: %w", path, err)
 		}
 		j.syncFile, j.syncPath = f, path
-	}
-	if err := j.before(vfs.OpSync, path, nil); err != nil {
-		return err
 	}
 	if err := j.syncFile.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", path, err)
@@ -520,7 +517,7 @@ func (j *Journal) read(seq uint64) ([]byte, error) {
 func (j *Journal) locate(seq uint64, reason string, framing bool) *CorruptError {
 	path := j.segmentPath(seq)
 	if path != "" {
-		for _, err := range ReadFile(path) {
+		for _, err := range readFile(j.fs, path) {
 			var cerr *CorruptError
 			if errors.As(err, &cerr) && (cerr.Seq == seq || framing) {
 				if cerr.Seq != seq {
@@ -614,7 +611,7 @@ func (j *Journal) TruncateFront(seq uint64) error {
 	}
 	j.size.Add(-removed)
 	if removed > 0 {
-		errs = append(errs, syncDir(j.fs, j.dir))
+		errs = append(errs, vfs.SyncDir(j.fs, j.dir))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("journal: truncate: %w", err)
@@ -644,7 +641,7 @@ func (j *Journal) Close() error {
 		// tidwall's Close fsyncs the tail.
 		err = j.before(vfs.OpSync, j.tailPath, nil)
 		if err == nil && j.dirDirty {
-			err = syncDir(j.fs, j.dir)
+			err = vfs.SyncDir(j.fs, j.dir)
 		}
 	}
 	if cerr := j.log.Close(); cerr != nil && err == nil {

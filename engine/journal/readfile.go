@@ -47,9 +47,17 @@ type Entry struct {
 // 20 digits, as tidwall's segment names and the broken copies do; otherwise
 // it is taken from the first frame, and a bad first entry is then reported as
 // corruption, never as a torn tail.
+//
+// ReadFile reads through vfs.OS; the journal reads its own files through
+// its FS (readFile).
 func ReadFile(path string) iter.Seq2[Entry, error] {
+	return readFile(vfs.OS, path)
+}
+
+// readFile is ReadFile through fsys.
+func readFile(fsys vfs.FS, path string) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		f, size, err := openRegular(path)
+		f, size, err := openRegular(fsys, path)
 		if err != nil {
 			yield(Entry{}, fmt.Errorf("journal: %w", err))
 			return

@@ -153,7 +153,7 @@ func repairTail(fsys vfs.FS, dir, brokenDir string, l dirListing, logger *slog.L
 		}
 		return nil, err
 	}
-	if err := syncDir(fsys, dir); err != nil {
+	if err := vfs.SyncDir(fsys, dir); err != nil {
 		return nil, err
 	}
 	logger.Warn("journal: repaired a torn tail",
@@ -229,18 +229,9 @@ func mkdirAllSync(fsys vfs.FS, dir string) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	for i := len(missing) - 1; i >= 0; i-- {
-		if err := syncDir(fsys, filepath.Dir(missing[i])); err != nil {
+		if err := vfs.SyncDir(fsys, filepath.Dir(missing[i])); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// syncDir fsyncs a folder through fsys, making the creation, renaming and
-// removal of its entries durable. tidwall never does.
-func syncDir(fsys vfs.FS, dir string) error {
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("journal: fsync folder %s: %w", dir, err)
 	}
 	return nil
 }

@@ -4,8 +4,9 @@
 // file record by record. They are the library behind the ebb command's
 // inspect, verify and dump verbs.
 //
-// They take no lock, never write and open every file read-only, so they
-// work on a directory that another process has open: they read a snapshot
+// They take no lock, never write and open every file read-only (through
+// vfs.OS, as the engine's files go through a vfs.FS), so they work on a
+// directory that another process has open: they read a snapshot
 // of it, taken again while it changes underneath (see Inspect). They
 // stream, so their memory does not grow with a file's size, and they refuse
 // a path that is not a regular file (a fifo, a device) or not ebb's.

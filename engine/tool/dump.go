@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/segment"
 )
 
@@ -77,7 +77,7 @@ func dumpRecord(rec *segment.Record, size int, offset int64) DumpRecord {
 // and with an error wrapping engine.ErrCorrupt when a segment file cannot
 // be opened.
 func DumpFile(path string) (FileKind, iter.Seq2[DumpRecord, error], error) {
-	fi, err := os.Stat(path)
+	fi, err := vfs.OS.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", nil, fmt.Errorf("%w: %s does not exist", ErrUnknownFile, path)
@@ -106,7 +106,7 @@ func DumpFile(path string) (FileKind, iter.Seq2[DumpRecord, error], error) {
 // isSegmentFile reports whether the file at path can be read and has a
 // segment file's magic (segment.IsSegment).
 func isSegmentFile(path string) bool {
-	f, err := os.Open(path)
+	f, err := vfs.OS.Open(path)
 	if err != nil {
 		return false
 	}

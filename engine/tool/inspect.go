@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -277,12 +278,12 @@ func (s *snapshot) report(wall int64) *Report {
 			len(s.orphans), dbfile.SegmentDir, dbfile.ManifestName))
 	}
 	s.reportJournalFiles(rep)
-	rep.DiskBytes = dbfile.TreeSize(s.dir)
+	rep.DiskBytes = dbfile.TreeSize(vfs.OS, s.dir)
 	counted := make(map[uint32]bool, len(s.segs)) // in a container's DiskBytes
 	for _, v := range s.segs {
 		counted[v.num] = v.r != nil
 	}
-	shared := dbfile.SharedFileBytes(s.dir, func(num uint32) bool { return counted[num] })
+	shared := dbfile.SharedFileBytes(vfs.OS, s.dir, func(num uint32) bool { return counted[num] })
 
 	known := make(map[uint32]bool, len(m.Containers))
 	for ci, cm := range m.Containers {

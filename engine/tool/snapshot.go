@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/segment"
 )
 
@@ -102,7 +102,7 @@ func takeSnapshot(dir string) (*snapshot, error) {
 // checkDatabaseDir fails with engine.ErrNoDatabase unless dir holds a MANIFEST or
 // a non-empty journal/ or seg/ folder.
 func checkDatabaseDir(dir string) error {
-	fi, err := os.Stat(dir)
+	fi, err := vfs.OS.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %s does not exist", dbfile.ErrNoDatabase, dir)
@@ -111,18 +111,18 @@ func checkDatabaseDir(dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("%w: %s is not a directory", dbfile.ErrNoDatabase, dir)
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := vfs.OS.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("%w: %v", dbfile.ErrNoDatabase, err)
 	}
 	if len(ents) == 0 {
 		return fmt.Errorf("%w: %s is empty", dbfile.ErrNoDatabase, dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, dbfile.ManifestName)); err == nil {
+	if _, err := vfs.OS.Stat(filepath.Join(dir, dbfile.ManifestName)); err == nil {
 		return nil
 	}
 	for _, sub := range []string{dbfile.JournalDir, dbfile.SegmentDir} {
-		if ents, _ := os.ReadDir(filepath.Join(dir, sub)); len(ents) > 0 {
+		if ents, _ := vfs.OS.ReadDir(filepath.Join(dir, sub)); len(ents) > 0 {
 			return nil // a database that lost its MANIFEST: damage, reported later
 		}
 	}
@@ -226,7 +226,7 @@ func (s *snapshot) readSegments(moved func() bool) error {
 			}
 		}
 	}
-	ents, err := os.ReadDir(filepath.Join(s.dir, dbfile.SegmentDir))
+	ents, err := vfs.OS.ReadDir(filepath.Join(s.dir, dbfile.SegmentDir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("ebb: %w", err)
 	}
@@ -242,7 +242,7 @@ func (s *snapshot) readSegments(moved func() bool) error {
 // whether tidwall is amid a truncation there (a ".START" or ".END" file
 // exists: the old files are being replaced).
 func journalNames(jdir string) (map[string]bool, bool) {
-	ents, _ := os.ReadDir(jdir)
+	ents, _ := vfs.OS.ReadDir(jdir)
 	names := make(map[string]bool, len(ents))
 	busy := false
 	for _, e := range ents {
@@ -271,7 +271,7 @@ func (s *snapshot) readJournal() error {
 		f := &jFileView{path: path, rel: dbfile.JournalDir + "/" + filepath.Base(path)}
 		f.first, _ = strconv.ParseUint(filepath.Base(path)[:20], 10, 64)
 		s.journal = append(s.journal, f)
-		if fi, err := os.Stat(path); err == nil {
+		if fi, err := vfs.OS.Stat(path); err == nil {
 			f.size = fi.Size()
 		}
 		for e, err := range journal.ReadFile(path) {
@@ -379,7 +379,7 @@ var (
 // is not a regular file (a fifo or device could block or never end), and
 // the error of Stat for a path that cannot be described.
 func regularFile(path string) error {
-	fi, err := os.Stat(path)
+	fi, err := vfs.OS.Stat(path)
 	if err != nil {
 		return err
 	}
@@ -393,7 +393,7 @@ func regularFile(path string) error {
 // offline tools: a path that is not a regular file, or holds more than max
 // bytes, is refused without being read.
 func readSmallFile(path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
+	fi, err := vfs.OS.Stat(path)
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +403,7 @@ func readSmallFile(path string, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, fmt.Errorf("%s: %d bytes, %w (%d)", path, fi.Size(), errTooLarge, max)
 	}
-	f, err := os.Open(path)
+	f, err := vfs.OS.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/segment"
 )
 
@@ -358,7 +358,7 @@ func (v *verifier) extras() {
 	if s.man != nil && len(s.orphans) > 0 {
 		v.note("%d file(s) in %s/ are not in the %s, not checked: a seal or compaction in progress, or left by a crash (removed at the next open)", len(s.orphans), dbfile.SegmentDir, dbfile.ManifestName)
 	}
-	if ents, err := os.ReadDir(filepath.Join(s.dir, dbfile.BrokenDir)); err == nil && len(ents) > 0 {
+	if ents, err := vfs.OS.ReadDir(filepath.Join(s.dir, dbfile.BrokenDir)); err == nil && len(ents) > 0 {
 		v.note("%s/ keeps %d copy(ies) of journal files cut by earlier repairs", dbfile.BrokenDir, len(ents))
 	}
 }

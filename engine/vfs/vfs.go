@@ -1,9 +1,22 @@
 // Package vfs is the file layer under ebb's live engine: every file
 // operation the engine does on its own files (the MANIFEST, the CLOCK, the
-// LOCK, segment files, the journal's folder) goes through an FS, so that
-// tests can inject faults and simulate power loss. Production code uses OS,
-// which calls package os and adds nothing. The offline tools (package
-// engine/tool) read with package os directly.
+// LOCK, segment files, the journal's folder and the descriptor it fsyncs
+// the tail with, the listings behind the disk figures) goes through an FS,
+// so that tests can inject faults and simulate power loss. Production code
+// uses OS, which calls package os and adds nothing. The offline tools
+// (package engine/tool), and the path-taking conveniences segment.Open,
+// segment.Create, journal.ReadFile and journal.StartsWithEntry, read
+// through OS.
+//
+// Besides the FS, the package holds the few file recipes the engine
+// repeats: SyncDir (a folder fsync whose error names the folder),
+// WriteFileAtomic (replace a small file through a temporary file, fsync,
+// rename and folder fsync), WalkDir (filepath.WalkDir through an FS) and
+// KeepCopy (a durable copy of bytes a repair cuts). TestImportRules in
+// package engine checks that no other package of the module calls package
+// os for a file operation (apart from the command line, the crash-loop
+// harness and test support), and that vfs imports nothing of the module,
+// so every package may import it.
 //
 // # What an FS covers
 //
@@ -22,10 +35,16 @@
 //   - Before(OpCreate, path) before an append that makes tidwall start a new
 //     segment file (one call per file it will create); Before(OpWrite, tail)
 //     before every batch is handed to tidwall; Before(OpSync, tail) before
-//     each fsync of the tail that the journal asks for (after each append,
-//     unless NoSync; in Sync; in Close). An error from Before fails the
-//     operation before tidwall is called, exactly as if the call had failed:
-//     the journal is failed and the caller gets the error.
+//     each fsync of the tail that the journal has tidwall make (in Cycle and
+//     in Close).
+//     An error from Before fails the operation before tidwall is called,
+//     exactly as if the call had failed: the journal is failed and the
+//     caller gets the error.
+//   - The journal's own fsyncs of the tail (SyncTo: after each append,
+//     unless NoSync, and in Sync) go through a descriptor of the tail
+//     opened with the FS, so the FS sees that open and each fsync as
+//     operations on a File of its own and fails them as such; Before is
+//     not asked about them.
 //   - Synced(path, size) after each fsync of the tail that succeeded, with
 //     the size the file had then. tidwall also fsyncs each file it fills
 //     before it creates the next; that file's final size is reported with

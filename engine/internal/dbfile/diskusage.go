@@ -3,6 +3,8 @@ package dbfile
 import (
 	"io/fs"
 	"path/filepath"
+
+	"github.com/ebbdb/ebb/engine/vfs"
 )
 
 // The disk figures (Stats.DiskBytes, Metrics.DiskBytes, Report.DiskBytes)
@@ -18,15 +20,15 @@ import (
 // (one being written by a seal or a compaction, or one whose removal
 // failed, which the next Open removes); the offline Inspect counts those as
 // shared.
-// The figures read the directory with package os (they are observations,
-// not part of the engine's I/O, so they do not go through Options.FS).
+// The figures read the directory through a vfs.FS: the open DB's through
+// Options.FS, the offline tools' through vfs.OS.
 
 // SharedFileBytes is the size of every regular file under dir except the
 // segment files that owned reports a container counts as its own.
-func SharedFileBytes(dir string, owned func(num uint32) bool) int64 {
+func SharedFileBytes(fsys vfs.FS, dir string, owned func(num uint32) bool) int64 {
 	var n int64
 	segs := filepath.Join(dir, SegmentDir)
-	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	vfs.WalkDir(fsys, dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return nil
 		}
@@ -55,9 +57,9 @@ func ShareOf(total int64, n, rank int) int64 {
 }
 
 // TreeSize is the size of every regular file under dir.
-func TreeSize(dir string) int64 {
+func TreeSize(fsys vfs.FS, dir string) int64 {
 	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	vfs.WalkDir(fsys, dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
 			if info, err := d.Info(); err == nil {
 				n += info.Size()
