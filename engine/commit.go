@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
@@ -179,6 +178,7 @@ func (db *DB) runGroup(p *pipeline, reqs []*commitReq) []*commitReq {
 	next := db.jnl.NextSeq()
 	touched := make(map[itemKey]struct{}, len(reqs))
 	var group []*commitReq
+	var payloads [][]byte
 	var blockedBy uint64 // the unapplied group the first request waits for
 	bytes := 0
 	rest := reqs[len(reqs):]
@@ -206,11 +206,13 @@ outer:
 			r.finish(err)
 			continue
 		}
+		r.payload = segment.AppendPayload(r.payload[:0], r.plain)
 		for _, o := range r.ops {
 			touched[itemKey{r.c, o.id}] = struct{}{}
 		}
 		group = append(group, r)
-		bytes += len(r.plain)
+		payloads = append(payloads, r.payload)
+		bytes += len(r.payload)
 		next++
 	}
 	if len(group) == 0 {
@@ -218,11 +220,6 @@ outer:
 			db.waitApplied(blockedBy)
 		}
 		return rest
-	}
-	compressPayloads(group, bytes)
-	payloads := make([][]byte, len(group))
-	for i, r := range group {
-		payloads[i] = r.payload
 	}
 	first, err := db.jnl.Write(payloads...)
 	if err == nil && first != group[0].seq {
@@ -254,38 +251,6 @@ outer:
 	}
 	db.written <- g
 	return rest
-}
-
-// splitCompression is the least plain bytes in a group for which the
-// leader compresses half of its payloads on a second goroutine: s2 costs
-// about 2 µs per KiB, much more than starting a goroutine.
-const splitCompression = 64 << 10
-
-// compressPayloads sets the journal payload (segment.AppendPayload) of each
-// request of a group that holds plainBytes of records. The leader runs it
-// while no other group can be written, so a large group's compression is
-// split in two, the first half on another goroutine, to use a second core.
-func compressPayloads(group []*commitReq, plainBytes int) {
-	compress := func(rs []*commitReq) {
-		for _, r := range rs {
-			r.payload = segment.AppendPayload(r.payload[:0], r.plain)
-		}
-	}
-	if len(group) < 2 || plainBytes < splitCompression {
-		compress(group)
-		return
-	}
-	// Split where half of the bytes are, not half of the requests.
-	half, sum := 0, 0
-	for half < len(group)-1 && 2*(sum+len(group[half].plain)) <= plainBytes {
-		sum += len(group[half].plain)
-		half++
-	}
-	half = max(half, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() { compress(group[:half]) })
-	compress(group[half:])
-	wg.Wait()
 }
 
 // prepare validates r's ops against the index at now and encodes its

@@ -12,9 +12,9 @@ import (
 )
 
 // TestLargeGroupsCommitEveryBatch writes batches of about 100 KiB from
-// several goroutines at once, so that commit groups hold more than one
-// large request and the leader compresses them on two goroutines, and
-// checks every item, before and after a reopen that replays the journal.
+// several goroutines at once, so that commit groups hold several large
+// compressed payloads, and checks every item, before and after a reopen
+// that replays the journal.
 func TestLargeGroupsCommitEveryBatch(t *testing.T) {
 	for _, noSync := range []bool{true, false} {
 		t.Run(fmt.Sprintf("NoSync=%v", noSync), func(t *testing.T) {
