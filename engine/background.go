@@ -15,7 +15,7 @@ import (
 // the all-dead ones without reading them and rewrites the mostly-dead ones,
 // one bounded group at a time, reading at most CompactionRate bytes a
 // second. It holds the container's lock only for short steps (see
-// Container.rewrite), so readers and writers do not wait on it.
+// Container.rewriteLocked), so readers and writers do not wait on it.
 
 func (db *DB) compactLoop() {
 	defer db.workers.Done()

@@ -22,11 +22,21 @@ const ClockWarnBehind = 5
 // durable (the engine's observeExpiry), so a crash can lose observed time but never time
 // in which something was seen to expire.
 //
-// Its format is 8 bytes of unix seconds, little endian, then their crc32c
-// (12 bytes). After a ResetClock it also holds the reset's seq, the highest
-// record seq written before the reset, after the seconds and before the
-// crc32c of both (20 bytes): records up to that seq were stamped by the
-// clock the reset took back, so they no longer raise the floor at Open.
+// Its format is the high mark in unix seconds and a crc32c of what comes
+// before it; after a ResetClock, the reset's seq sits between the two:
+//
+//	+-------------+--------+
+//	| high (s)    | crc32c |                12 bytes
+//	| i64 LE      | u32 LE |
+//	+-------------+--------+
+//	+-------------+-------------+--------+
+//	| high (s)    | reset seq   | crc32c | 20 bytes, after a ResetClock
+//	| i64 LE      | u64 LE      | u32 LE |
+//	+-------------+-------------+--------+
+//
+// The reset seq is the highest record seq written before the reset: records
+// up to it were stamped by the clock the reset took back, so they no longer
+// raise the floor at Open.
 
 // ClockFile is what a CLOCK file holds.
 type ClockFile struct {
@@ -62,8 +72,8 @@ func DecodeClockFile(b []byte) (f ClockFile, ok bool) {
 
 // ReadClockFile returns dir's CLOCK file, or a zero one if there is none,
 // it is damaged or it cannot be read (the manifest and the records' _ts
-// still bound the clock from below), read through package os, as the
-// offline tools read.
+// still bound the clock from below), read through vfs.OS, as the offline
+// tools read.
 func ReadClockFile(dir string) ClockFile {
 	f, _, _ := LoadClockFile(vfs.OS, dir)
 	return f

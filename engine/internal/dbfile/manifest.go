@@ -21,10 +21,10 @@ import (
 // file, fsync and rename, so a crash leaves either the old file or the new
 // one; an edit is appended and fsynced.
 //
-//	+----------+---------+--------+--------+------------------+
-//	| "EBBMANI" | version | crc32c | length | msgpack manifest |
-//	|  8 bytes  | u32 LE  | u32 LE | u32 LE |  length bytes    |
-//	+----------+---------+--------+--------+------------------+
+//	+------------+---------+--------+--------+------------------+
+//	| "EBBMANIF" | version | crc32c | length | msgpack manifest |
+//	|  8 bytes   | u32 LE  | u32 LE | u32 LE |  length bytes    |
+//	+------------+---------+--------+--------+------------------+
 //
 // The crc covers the msgpack body. Edits follow the body.
 const (
