@@ -230,10 +230,13 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, t
 		d    *doc
 		slab []doc // kept docs are carved from slabs of docSlab
 	)
+	pf := c.startPrefetch(slots)
+	defer pf.done()
 	for i := range slots {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		pf.at(i)
 		if d == nil || keep {
 			if len(slab) == 0 {
 				slab = make([]doc, 1)

@@ -139,24 +139,37 @@ func (c *Cache) fillLoop() {
 }
 
 // fill copies f's block into the cache, unless it is there already or its
-// file was closed: Reader.Close sets closed before it evicts the file's
-// blocks, and the check and the add hold the shard's lock that the eviction
-// takes, so a block of a closed file is never left behind.
+// file was closed (see addFor).
 func (c *Cache) fill(f fill) {
 	defer c.pending.Add(-1)
 	defer putBlockBuf(f.bb)
-	s := c.shard(f.key)
-	s.mu.Lock()
-	skip := f.r.closed.Load() || s.lru.Contains(f.key)
-	s.mu.Unlock()
-	if skip {
-		return
+	if c.wants(f.r, f.key) {
+		c.addFor(f.r, f.key, bytes.Clone(f.raw)) // the copy is the page faults
 	}
-	block := bytes.Clone(f.raw) // outside the lock: this is the page faults
+}
+
+// wants reports whether block key of r is worth reading into the cache:
+// the cache has room for blocks, r is open and the block is not cached.
+func (c *Cache) wants(r *Reader, key cacheKey) bool {
+	s := c.shard(key)
+	if s.max == 0 {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !f.r.closed.Load() {
-		s.addLocked(f.key, block)
+	return !r.closed.Load() && !s.lru.Contains(key)
+}
+
+// addFor adds block key of r unless r was closed meanwhile. Reader.Close
+// sets closed before it evicts the file's blocks, and the check and the add
+// hold the shard's lock that the eviction takes, so a block of a closed file
+// is never left behind.
+func (c *Cache) addFor(r *Reader, key cacheKey, block []byte) {
+	s := c.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !r.closed.Load() {
+		s.addLocked(key, block)
 	}
 }
 
@@ -206,6 +219,16 @@ func (c *Cache) Size() int64 {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// Has reports whether block blk of file (a ReaderOptions.FileNum) is
+// cached, without making it recently used.
+func (c *Cache) Has(file uint64, blk uint32) bool {
+	k := cacheKey{file, blk}
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lru.Contains(k)
 }
 
 // Len returns the number of cached blocks.

@@ -217,3 +217,48 @@ func TestCacheFillAfterClose(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetch checks that Prefetch puts a block in the cache, once, that
+// a Get of its records then reads the cached block, and that a closed
+// reader, a reader without a cache or a block past the end add nothing.
+func TestPrefetch(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(9, 10)), 200, 0)
+	path, hs, _ := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: 2048, Compression: CompressionS2})
+	cache := NewCache(64 << 20)
+	r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := hs[len(hs)-1].Block
+	for range 2 {
+		for blk := uint32(0); blk <= last+1; blk++ {
+			if err := r.Prefetch(blk); err != nil {
+				t.Fatalf("Prefetch(%d): %v", blk, err)
+			}
+		}
+		if cache.Len() != int(last)+1 {
+			t.Fatalf("%d blocks cached after prefetching %d", cache.Len(), last+1)
+		}
+	}
+	for i, h := range hs {
+		var got Record
+		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
+			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
+		}
+	}
+	if cache.pending.Load() != 0 {
+		t.Fatalf("Gets of prefetched blocks offered %d blocks", cache.pending.Load())
+	}
+	r.Close()
+	if err := r.Prefetch(0); err != nil || cache.Len() != 0 {
+		t.Fatalf("Prefetch on a closed reader: %v, %d blocks cached", err, cache.Len())
+	}
+	plain, err := Open(path, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := plain.Prefetch(0); err != nil {
+		t.Fatalf("Prefetch without a cache: %v", err)
+	}
+}

@@ -250,6 +250,28 @@ func (r *Reader) Get(h Handle, rec *Record) error {
 	return nil
 }
 
+// Prefetch reads block blk into the cache unless it is there: for a caller
+// that knows which blocks it will read soon (a query's rows) and has a core
+// to spare, so that the decompression, and the page faults of the block's
+// new memory, are not paid by the read. Without a cache it does nothing.
+// Its only errors are those reading or checking the block.
+func (r *Reader) Prefetch(blk uint32) error {
+	c := r.opts.Cache
+	if c == nil || int64(blk) >= r.ft.stats.Blocks {
+		return nil
+	}
+	key := cacheKey{r.opts.FileNum, blk}
+	if !c.wants(r, key) {
+		return nil
+	}
+	raw, err := r.readBlock(blk, nil)
+	if err != nil {
+		return err
+	}
+	c.addFor(r, key, raw)
+	return nil
+}
+
 // decodeAt decodes the record at h from raw, its decompressed block.
 func (r *Reader) decodeAt(raw []byte, h Handle, rec *Record) error {
 	if uint64(h.Off) >= uint64(len(raw)) {
