@@ -16,7 +16,7 @@ import (
 
 // prefetchMin is the fewest candidates a query reads for which a
 // prefetcher is started: below it the goroutine costs more than it saves.
-const prefetchMin = 16
+const prefetchMin = 64
 
 // prefetchAhead is how many candidates the prefetcher may run ahead of the
 // query: enough to keep ahead of it, few enough that a query stopping early
