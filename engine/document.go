@@ -322,17 +322,9 @@ func unescapeString(b []byte, start, end int) ([]byte, error) {
 	return []byte(s), nil
 }
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
+// skipWS is docfmt.SkipWS: the index of the first byte of b at or after i
+// that is not JSON whitespace.
+func skipWS(b []byte, i int) int { return docfmt.SkipWS(b, i) }
 
 const (
 	ones  = 0x0101010101010101

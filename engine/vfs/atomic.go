@@ -30,13 +30,7 @@ func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = writeSyncClose(f, data)
 	if err == nil {
 		err = fsys.Rename(tmp, filepath.Join(dir, name))
 	}
@@ -45,6 +39,19 @@ func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
 		return err
 	}
 	return SyncDir(fsys, dir)
+}
+
+// writeSyncClose writes data to f, fsyncs and closes it, and returns the
+// first error; f is closed either way.
+func writeSyncClose(f File, data []byte) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // WalkDir walks the tree rooted at root through fsys, as filepath.WalkDir

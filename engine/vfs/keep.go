@@ -30,13 +30,7 @@ func KeepCopy(fsys FS, dir, name string, data []byte) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+		err = writeSyncClose(f, data)
 		if err == nil {
 			err = fsys.SyncDir(dir)
 		}

@@ -84,9 +84,9 @@ func Render(dst, stored []byte, ts int64, etag string) []byte {
 	head = strconv.AppendInt(head, ts, 10)
 	head = append(head, `,"_etag":`...)
 	head = query.AppendString(head, etag)
-	rest := stored[skipWS(stored, 0):]
+	rest := stored[SkipWS(stored, 0):]
 	if len(rest) > 0 && rest[0] == '{' {
-		rest = rest[skipWS(rest, 1):]
+		rest = rest[SkipWS(rest, 1):]
 	}
 	if len(rest) == 0 || rest[0] == '}' {
 		rest = closeBrace
@@ -125,9 +125,9 @@ func ETag(seq uint64) string {
 	return string(b[:])
 }
 
-// skipWS returns the index of the first byte of b at or after i that is
+// SkipWS returns the index of the first byte of b at or after i that is
 // not JSON whitespace.
-func skipWS(b []byte, i int) int {
+func SkipWS(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
