@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -107,16 +108,16 @@ func (r *commitReq) renderItems() {
 	size := 0
 	for i := range r.items {
 		if rec := &r.recs[i]; rec.Op == segment.OpPut {
-			size += renderedSize(rec.Body)
+			size += docfmt.RenderedSize(rec.Body)
 		}
 	}
 	buf := make([]byte, 0, size)
 	for i := range r.items {
 		if rec := &r.recs[i]; rec.Op == segment.OpPut {
 			it := &r.items[i]
-			it.ETag = etagOf(rec.Seq)
+			it.ETag = docfmt.ETag(rec.Seq)
 			start := len(buf)
-			buf = renderBody(buf, rec.Body, rec.TS, it.ETag)
+			buf = docfmt.Render(buf, rec.Body, rec.TS, it.ETag)
 			it.Body = buf[start:len(buf):len(buf)]
 		}
 	}
@@ -301,8 +302,8 @@ func (c *Container) checkLocked(o op, now int64) error {
 		return fmt.Errorf("%w: item %q in container %q", ErrNotFound, o.id, c.id)
 	case o.ifMatch != "" && !live:
 		return fmt.Errorf("%w: item %q in container %q does not exist, so etag %s cannot match", ErrPreconditionFailed, o.id, c.id, o.ifMatch)
-	case o.ifMatch != "" && etagOf(s.Seq) != o.ifMatch:
-		return fmt.Errorf("%w: item %q in container %q has etag %s, not %s", ErrPreconditionFailed, o.id, c.id, etagOf(s.Seq), o.ifMatch)
+	case o.ifMatch != "" && docfmt.ETag(s.Seq) != o.ifMatch:
+		return fmt.Errorf("%w: item %q in container %q has etag %s, not %s", ErrPreconditionFailed, o.id, c.id, docfmt.ETag(s.Seq), o.ifMatch)
 	}
 	return nil
 }

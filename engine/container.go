@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
@@ -259,8 +260,18 @@ func (c *Container) memRecordLocked(loc index.Loc) (*segment.Record, bool) {
 // makeItem renders record r as an Item; expires is its expiry instant
 // (policy.Never when it has none).
 func makeItem(r *segment.Record, expires int64) Item {
-	etag := etagOf(r.Seq)
-	return Item{ID: r.ID, TS: r.TS, ETag: etag, ExpiresAt: itemExpiry(expires), Body: renderBody(nil, r.Body, r.TS, etag)}
+	it, _ := appendItem(nil, r, expires)
+	return it
+}
+
+// appendItem is makeItem rendering the body onto dst, which it returns
+// grown; the Item's body is capped at its own length, so that appending to
+// dst later cannot reach into it.
+func appendItem(dst []byte, r *segment.Record, expires int64) (Item, []byte) {
+	etag := docfmt.ETag(r.Seq)
+	start := len(dst)
+	dst = docfmt.Render(dst, r.Body, r.TS, etag)
+	return Item{ID: r.ID, TS: r.TS, ETag: etag, ExpiresAt: itemExpiry(expires), Body: dst[start:len(dst):len(dst)]}, dst
 }
 
 // itemExpiry is Item.ExpiresAt for an expiry instant: 0 for policy.Never.

@@ -114,7 +114,7 @@ func parseDocument(b []byte) (parsedDoc, error) {
 	if len(b) > maxInputSize {
 		return parsedDoc{}, docErrorf("%d bytes is larger than the maximum document size of %d bytes", len(b), MaxDocumentSize)
 	}
-	i := skipWS(b, 0)
+	i := docfmt.SkipWS(b, 0)
 	if i == len(b) {
 		return parsedDoc{}, docErrorf("empty; a document must be a JSON object")
 	}
@@ -125,7 +125,7 @@ func parseDocument(b []byte) (parsedDoc, error) {
 		if err != nil {
 			return parsedDoc{}, err
 		}
-		if j := skipWS(b, end); j != len(b) {
+		if j := docfmt.SkipWS(b, end); j != len(b) {
 			return parsedDoc{}, syntaxError(b, j, "unexpected data after the top-level value")
 		}
 		return parsedDoc{}, docErrorf("must be a JSON object, not %s", kindOf(b[i]))
@@ -145,7 +145,7 @@ func parseDocument(b []byte) (parsedDoc, error) {
 		err            error
 		keyEnd, valEnd int
 	)
-	i = skipWS(b, i+1)
+	i = docfmt.SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		i++
 	} else {
@@ -164,11 +164,11 @@ func parseDocument(b []byte) (parsedDoc, error) {
 					return parsedDoc{}, err
 				}
 			}
-			i = skipWS(b, keyEnd)
+			i = docfmt.SkipWS(b, keyEnd)
 			if i >= len(b) || b[i] != ':' {
 				return parsedDoc{}, syntaxError(b, i, "expected ':' after a property name")
 			}
-			i = skipWS(b, i+1)
+			i = docfmt.SkipWS(b, i+1)
 			vs := i
 			if valEnd, err = scanValue(b, i, 1); err != nil {
 				return parsedDoc{}, locate(err, b, ks, keyEnd, vs)
@@ -218,9 +218,9 @@ func parseDocument(b []byte) (parsedDoc, error) {
 				members++
 			}
 
-			i = skipWS(b, valEnd)
+			i = docfmt.SkipWS(b, valEnd)
 			if i < len(b) && b[i] == ',' {
-				i = skipWS(b, i+1)
+				i = docfmt.SkipWS(b, i+1)
 				continue
 			}
 			if i < len(b) && b[i] == '}' {
@@ -230,7 +230,7 @@ func parseDocument(b []byte) (parsedDoc, error) {
 			return parsedDoc{}, syntaxError(b, i, "expected ',' or '}' after an object member")
 		}
 	}
-	if i = skipWS(b, i); i != len(b) {
+	if i = docfmt.SkipWS(b, i); i != len(b) {
 		return parsedDoc{}, syntaxError(b, i, "unexpected data after the top-level object")
 	}
 	body = append(body, '}')
@@ -281,15 +281,6 @@ func validateID(id string) error {
 	return nil
 }
 
-// renderBody is docfmt.Render: the stored body with its system properties
-// in front, as reads and queries return it.
-func renderBody(dst, stored []byte, ts int64, etag string) []byte {
-	return docfmt.Render(dst, stored, ts, etag)
-}
-
-// renderedSize bounds the bytes renderBody appends (docfmt.RenderedSize).
-func renderedSize(stored []byte) int { return docfmt.RenderedSize(stored) }
-
 // kindOf names the JSON type a value starting with c has, or "" if no JSON
 // value starts with c.
 func kindOf(c byte) string {
@@ -321,10 +312,6 @@ func unescapeString(b []byte, start, end int) ([]byte, error) {
 	}
 	return []byte(s), nil
 }
-
-// skipWS is docfmt.SkipWS: the index of the first byte of b at or after i
-// that is not JSON whitespace.
-func skipWS(b []byte, i int) int { return docfmt.SkipWS(b, i) }
 
 const (
 	ones  = 0x0101010101010101
@@ -505,11 +492,11 @@ func scanKey(b []byte, i int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	i = skipWS(b, end)
+	i = docfmt.SkipWS(b, end)
 	if i >= len(b) || b[i] != ':' {
 		return 0, syntaxError(b, i, "expected ':' after a property name")
 	}
-	return skipWS(b, i+1), nil
+	return docfmt.SkipWS(b, i+1), nil
 }
 
 // scanValue validates the JSON value starting at b[i] (not whitespace), found
@@ -537,7 +524,7 @@ func scanValue(b []byte, i int, depth int) (int, error) {
 			}
 			w, bit := level/64, uint64(1)<<(level%64)
 			level++
-			i = skipWS(b, i+1)
+			i = docfmt.SkipWS(b, i+1)
 			if c == '{' {
 				isObject[w] |= bit
 				if i < len(b) && b[i] == '}' {
@@ -587,7 +574,7 @@ func scanValue(b []byte, i int, depth int) (int, error) {
 			if level == 0 {
 				return i, nil
 			}
-			i = skipWS(b, i)
+			i = docfmt.SkipWS(b, i)
 			if i >= len(b) {
 				return 0, syntaxError(b, i, "")
 			}
@@ -595,7 +582,7 @@ func scanValue(b []byte, i int, depth int) (int, error) {
 			obj := isObject[l/64]&(1<<(l%64)) != 0
 			switch b[i] {
 			case ',':
-				i = skipWS(b, i+1)
+				i = docfmt.SkipWS(b, i+1)
 				if obj {
 					if i, err = scanKey(b, i); err != nil {
 						return 0, err

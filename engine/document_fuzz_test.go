@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/policy"
 )
 
@@ -52,7 +53,7 @@ func FuzzParseDocument(f *testing.F) {
 		if !json.Valid(d.Body) || len(d.Body) > len(b) {
 			t.Fatalf("stored body is invalid or grew: %q", d.Body)
 		}
-		out := renderBody(nil, d.Body, ts, etag)
+		out := docfmt.Render(nil, d.Body, ts, etag)
 		if err := checkRendered(out, d, ts, etag); err != nil {
 			t.Fatalf("%v\nrendered: %q", err, out)
 		}

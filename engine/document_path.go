@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 )
 
 // valueError is a value that JSON's grammar allows but ebb refuses: a
@@ -49,7 +51,7 @@ func findPath(b []byte, i, target int) (path string, end int, found bool) {
 	switch c := b[i]; {
 	case c == '{' || c == '[':
 		obj := c == '{'
-		i = skipWS(b, i+1)
+		i = docfmt.SkipWS(b, i+1)
 		for n := 0; i < len(b) && b[i] != '}' && b[i] != ']'; n++ {
 			seg := strconv.Itoa(n)
 			if obj {
@@ -58,9 +60,9 @@ func findPath(b []byte, i, target int) (path string, end int, found bool) {
 					return "", ke, true // in a property name: the object is the place
 				}
 				seg = keyName(b, i, ke)
-				i = skipWS(b, ke)
+				i = docfmt.SkipWS(b, ke)
 				if i < len(b) && b[i] == ':' {
-					i = skipWS(b, i+1)
+					i = docfmt.SkipWS(b, i+1)
 				}
 			}
 			p, e, ok := findPath(b, i, target)
@@ -70,9 +72,9 @@ func findPath(b []byte, i, target int) (path string, end int, found bool) {
 			if e <= i {
 				return "", len(b), false
 			}
-			i = skipWS(b, e)
+			i = docfmt.SkipWS(b, e)
 			if i < len(b) && b[i] == ',' {
-				i = skipWS(b, i+1)
+				i = docfmt.SkipWS(b, i+1)
 			}
 		}
 		return "", i + 1, false

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/policy"
 )
 
@@ -284,16 +285,16 @@ func TestRenderBody(t *testing.T) {
 		{`{"id":"a","n":[1,2]}`, -1, `"0000-1"`, `{"_ts":-1,"_etag":"\"0000-1\"","id":"a","n":[1,2]}`},
 		{`{"id":"a"}`, 1<<63 - 1, "a\\b\n\x01\t\r\u00e9\xff\"", `{"_ts":9223372036854775807,"_etag":"a\\b\n\u0001\t\r` + "\u00e9" + `\ufffd\"","id":"a"}`},
 	} {
-		got := renderBody(nil, []byte(c.stored), c.ts, c.etag)
+		got := docfmt.Render(nil, []byte(c.stored), c.ts, c.etag)
 		if string(got) != c.want {
-			t.Errorf("renderBody(%q, %d, %q)\n got %s\nwant %s", c.stored, c.ts, c.etag, got, c.want)
+			t.Errorf("docfmt.Render(%q, %d, %q)\n got %s\nwant %s", c.stored, c.ts, c.etag, got, c.want)
 		}
 		if !json.Valid(got) {
-			t.Errorf("renderBody(%q): invalid JSON %s", c.stored, got)
+			t.Errorf("docfmt.Render(%q): invalid JSON %s", c.stored, got)
 		}
 	}
 	// dst is appended to.
-	got := renderBody([]byte("prefix:"), []byte(`{"id":"a"}`), 1, "e")
+	got := docfmt.Render([]byte("prefix:"), []byte(`{"id":"a"}`), 1, "e")
 	if string(got) != `prefix:{"_ts":1,"_etag":"e","id":"a"}` {
 		t.Errorf("append to dst: %s", got)
 	}
@@ -317,7 +318,7 @@ func TestRenderRoundTrip(t *testing.T) {
 				break // one pass is enough for the big ones
 			}
 			ts := int64(1_700_000_000 + i)
-			out := renderBody(nil, d.Body, ts, etag)
+			out := docfmt.Render(nil, d.Body, ts, etag)
 			if err := checkRendered(out, d, ts, etag); err != nil {
 				t.Errorf("%s: %v\n%.300s", c.name, err, out)
 			}
@@ -481,7 +482,7 @@ func BenchmarkRenderBody(b *testing.B) {
 		b.SetBytes(int64(len(d.Body)))
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = renderBody(nil, d.Body, 1732270530, etag)
+			_ = docfmt.Render(nil, d.Body, 1732270530, etag)
 		}
 	})
 	b.Run("reuse", func(b *testing.B) {
@@ -489,7 +490,7 @@ func BenchmarkRenderBody(b *testing.B) {
 		b.ReportAllocs()
 		var buf []byte
 		for b.Loop() {
-			buf = renderBody(buf[:0], d.Body, 1732270530, etag)
+			buf = docfmt.Render(buf[:0], d.Body, 1732270530, etag)
 		}
 	})
 }

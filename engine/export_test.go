@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/index"
 )
@@ -32,7 +33,7 @@ var (
 )
 
 // ETagOf is the _etag of the write with journal sequence number seq.
-var ETagOf = etagOf
+var ETagOf = docfmt.ETag
 
 // ClockFileHigh is the high mark dir's CLOCK file holds (0 without one).
 func ClockFileHigh(dir string) int64 { return dbfile.ReadClockFile(dir).High }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/segment"
@@ -195,7 +196,7 @@ func systemTerms(cfg *indexConfig, ts int64, seq uint64, dst []index.Term) []ind
 		}
 	}
 	if cfg.indexed("/_etag") {
-		if k, ok := query.Key(query.StringValue(etagOf(seq))); ok {
+		if k, ok := query.Key(query.StringValue(docfmt.ETag(seq))); ok {
 			dst = append(dst, index.Term{Path: "/_etag", Key: k})
 		}
 	}

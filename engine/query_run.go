@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/policy"
@@ -91,8 +92,8 @@ func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool) (b
 	if d.raw = trusted && !d.changed; d.raw {
 		return true, nil
 	}
-	etag := etagOf(d.rec.Seq)
-	v, err := query.Decode(renderBody(nil, d.rec.Body, d.rec.TS, etag))
+	etag := docfmt.ETag(d.rec.Seq)
+	v, err := query.Decode(docfmt.Render(nil, d.rec.Body, d.rec.TS, etag))
 	if err != nil {
 		return false, fmt.Errorf("ebb: item %q: stored body does not decode: %w: %w", s.ID, err, ErrCorrupt)
 	}
@@ -130,12 +131,11 @@ type window struct {
 // the heap each time, and a page fault for each page.
 const bodySlab = 16 << 10
 
-// render is makeItem for a result of w: the body is carved from w's slab,
-// capped at its own length so that appending to it cannot reach the next,
-// which spares an allocation per row (the slab lives while any of its
-// bodies does).
+// render is makeItem for a result of w: the body is carved from w's slab
+// (appendItem), which spares an allocation per row (the slab lives while
+// any of its bodies does).
 func (w *window) render(rec *segment.Record, expires int64) Item {
-	n := renderedSize(rec.Body)
+	n := docfmt.RenderedSize(rec.Body)
 	if n > bodySlab/4 {
 		return makeItem(rec, expires)
 	}
@@ -144,10 +144,9 @@ func (w *window) render(rec *segment.Record, expires int64) Item {
 		// double up to bodySlab.
 		w.slab = make([]byte, 0, min(max(4*n, 2*cap(w.slab)), bodySlab))
 	}
-	etag := etagOf(rec.Seq)
-	start := len(w.slab)
-	w.slab = renderBody(w.slab, rec.Body, rec.TS, etag)
-	return Item{ID: rec.ID, TS: rec.TS, ETag: etag, ExpiresAt: itemExpiry(expires), Body: w.slab[start:len(w.slab):len(w.slab)]}
+	it, slab := appendItem(w.slab, rec, expires)
+	w.slab = slab
+	return it
 }
 
 func newWindow(q *query.Bound) *window {
@@ -217,7 +216,7 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 	if w.limit > 0 {
 		w.limit--
 	}
-	return yield(Item{ID: d.rec.ID, TS: d.rec.TS, ETag: etagOf(d.rec.Seq), ExpiresAt: itemExpiry(d.expires), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
+	return yield(Item{ID: d.rec.ID, TS: d.rec.TS, ETag: docfmt.ETag(d.rec.Seq), ExpiresAt: itemExpiry(d.expires), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
 }
 
 // matches reads slots one by one and calls fn with each item that is live

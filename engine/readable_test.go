@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/engine/tool"
 )
@@ -159,7 +160,7 @@ func FuzzWriteAndQueryAgree(f *testing.F) {
 			if _, terr := query.TermsJSON(d.Body, all, nil); terr != nil {
 				t.Fatalf("accepted %q, but the term scanner refuses its body: %v", doc, terr)
 			}
-			if _, derr := query.Decode(renderBody(nil, d.Body, 1, `"e"`)); derr != nil {
+			if _, derr := query.Decode(docfmt.Render(nil, d.Body, 1, `"e"`)); derr != nil {
 				t.Fatalf("accepted %q, but its rendered body does not decode: %v", doc, derr)
 			}
 			return

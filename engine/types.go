@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
-	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/policy"
 )
 
@@ -119,10 +118,6 @@ type Stats struct {
 
 // WriteOption adjusts one write.
 type WriteOption func(*writeOptions)
-
-// etagOf is the etag of the version written with sequence seq
-// (docfmt.ETag).
-func etagOf(seq uint64) string { return docfmt.ETag(seq) }
 
 type writeOptions struct {
 	ifMatch string

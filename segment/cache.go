@@ -104,7 +104,7 @@ func (c *Cache) get(k cacheKey) ([]byte, bool) {
 // cache grows, a page fault per page, which the read that missed should not
 // wait for.
 func (c *Cache) offer(r *Reader, key cacheKey, bb *blockBuf, raw []byte) {
-	if c.shard(key).max == 0 {
+	if c.shard(key).max == 0 { // a cache that holds nothing: no copy to make
 		putBlockBuf(bb)
 		return
 	}
@@ -150,14 +150,9 @@ func (c *Cache) fill(f fill) {
 
 // wants reports whether block key of r is worth reading into the cache:
 // the cache has room for blocks, r is open and the block is not cached.
+// It is advice: addFor checks r again as it adds.
 func (c *Cache) wants(r *Reader, key cacheKey) bool {
-	s := c.shard(key)
-	if s.max == 0 {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !r.closed.Load() && !s.lru.Contains(key)
+	return c.shard(key).max > 0 && !r.closed.Load() && !c.Has(key.file, key.block)
 }
 
 // addFor adds block key of r unless r was closed meanwhile. Reader.Close
