@@ -165,11 +165,24 @@ func (c *Container) Read(ctx context.Context, id string) (Item, error) {
 
 func (c *Container) read(id string, now int64) (Item, error) {
 	var rec segment.Record
-	expires, err := c.fetchAt(id, now, &rec)
+	buf := readBufs.Get().(*[]byte)
+	defer putReadBuf(buf)
+	expires, err := c.fetchHinted(id, noSlotHint, now, &rec, buf)
 	if err != nil {
 		return Item{}, err
 	}
-	return makeItem(&rec, expires), nil
+	return makeItem(&rec, expires), nil // a copy: buf is reused
+}
+
+// readBufs are the buffers Read reads stored bodies into before it renders
+// them into the Item's own.
+var readBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// putReadBuf returns buf to readBufs, unless a large body grew it.
+func putReadBuf(buf *[]byte) {
+	if cap(*buf) <= 64<<10 {
+		readBufs.Put(buf)
+	}
 }
 
 // fetch loads the newest record of item id into rec, if the item is live
@@ -183,15 +196,17 @@ func (c *Container) fetch(id string, now int64, rec *segment.Record) error {
 // fetchAt is fetch that also returns the item's expiry instant as the
 // policy in force when it was read sets it (policy.Never: none).
 func (c *Container) fetchAt(id string, now int64, rec *segment.Record) (expires int64, err error) {
-	return c.fetchHinted(id, noSlotHint, now, rec)
+	return c.fetchHinted(id, noSlotHint, now, rec, nil)
 }
 
 // noSlotHint is the slot hint of a read that knows none.
 const noSlotHint = math.MaxUint32
 
 // fetchHinted is fetchAt given the slot number id was collected at by a
-// query (index.LookupHinted), or noSlotHint.
-func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.Record) (expires int64, err error) {
+// query (index.LookupHinted), or noSlotHint. With buf not nil, a body read
+// from a segment file goes into *buf (reused: rec.Body is valid until the
+// next use of buf), else into an allocation of its own.
+func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.Record, buf *[]byte) (expires int64, err error) {
 	if err := c.db.usable(); err != nil {
 		return 0, err
 	}
@@ -222,7 +237,13 @@ func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.
 	c.mu.RUnlock()
 	defer f.release()
 	rec.ID = id // Get keeps it when the record's id is the same: no copy
-	if err := f.r.Get(segment.Handle{Block: s.Loc.Block, Off: s.Loc.Off}, rec); err != nil {
+	h := segment.Handle{Block: s.Loc.Block, Off: s.Loc.Off}
+	if buf != nil {
+		*buf, err = f.r.GetAppend(h, rec, (*buf)[:0])
+	} else {
+		err = f.r.Get(h, rec)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("ebb: read item %q: %w", id, err)
 	}
 	if rec.ID != id || rec.Seq != s.Seq || rec.Op != segment.OpPut {

@@ -105,6 +105,7 @@ type DB struct {
 	}
 	quit     chan struct{}
 	workers  sync.WaitGroup
+	warmed   chan struct{} // closed when warmCache ends
 	closed   atomic.Bool
 	closeMu  sync.Mutex            // serializes Close
 	submitMu sync.RWMutex          // orders submits before Close's closed flag: see submit
@@ -156,10 +157,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 		fs:        o.FS,
 		log:       o.Logger,
 		lock:      lock,
-		cache:     segment.NewCache(o.BlockCacheSize),
+		cache:     segment.NewCache(o.BlockCacheSize, o.BlockSize),
 		removals:  make(chan removal, removeQueue),
 		written:   make(chan *commitGroup, writtenQueue),
 		quit:      make(chan struct{}),
+		warmed:    make(chan struct{}),
 		sealKick:  make(chan struct{}, 1),
 		indexKick: make(chan struct{}, 1),
 		memGen:    1,
@@ -172,6 +174,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 			db.jnl.Close()
 		}
 		db.closeFiles()
+		db.cache.Close()
 		lock.release()
 		return nil, err
 	}
@@ -187,12 +190,13 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db.pipe.inflight = make(map[itemKey]uint64)
 	db.progress.applied = db.jnl.NextSeq() - 1
 	db.progress.taken = db.progress.applied
-	db.workers.Add(5)
+	db.workers.Add(6)
 	go db.applyLoop()
 	go db.removeLoop()
 	go db.sealLoop()
 	go db.compactLoop()
 	go db.indexLoop()
+	go db.warmCache()
 	return db, nil
 }
 
@@ -227,6 +231,7 @@ func (db *DB) Close() error {
 	}
 	errs = append(errs, db.jnl.Close())
 	db.closeFiles()
+	db.cache.Close()
 	db.man.Lock() // a MANIFEST compaction's last step is done or gives up
 	db.man.Unlock()
 	errs = append(errs, db.lock.release())

@@ -92,3 +92,9 @@ func SegmentNums(c *Container) []uint32 {
 	}
 	return nums
 }
+
+// CachedBlocks is the number of blocks in db's block cache.
+func CachedBlocks(db *DB) int { return db.cache.Len() }
+
+// WaitWarmup waits until db's block cache warm-up has ended.
+func WaitWarmup(db *DB) { <-db.warmed }

@@ -60,11 +60,24 @@ type Options struct {
 
 	// BlockCacheSize bounds the cache of decompressed segment blocks, in
 	// bytes: a point read served from it decompresses nothing. The cache
-	// fills only as blocks are read. Default: an eighth of the machine's
-	// memory, at least 64 MiB and at most 8 GiB (64 MiB when the memory
-	// cannot be read), so that a store of a few hundred MB is read from
-	// memory once each block has been read once.
+	// takes blocks as files are written and, after Open, as the warm-up
+	// reads them (see NoWarmup), in both cases only while it has room; and
+	// as blocks are read, evicting the least recently used. Its memory is
+	// its own, outside the Go heap, given back at Close. Default: an eighth
+	// of the machine's memory, at least 64 MiB and at most 8 GiB (64 MiB
+	// when the memory cannot be read), so that a store of a few hundred MB
+	// is read from memory.
 	BlockCacheSize int64
+
+	// NoWarmup turns off the block cache's warm-up. By default Open reads
+	// the segment files into the cache in the background, newest first,
+	// while the cache has room for them without evicting anything, so
+	// that the reads after a restart are served from memory within a
+	// fraction of a second instead of each decompressing a block; it costs
+	// a core for about as long as decompressing the files takes, and ends
+	// at Close. Files written while the DB runs go into the cache as they
+	// are written, while it has room, either way.
+	NoWarmup bool
 
 	// CompactionInterval is how often the background compactor looks for
 	// segment files to drop or rewrite. Default 1 s; negative turns the

@@ -34,6 +34,7 @@ func TestOpenRefusesInvalidOptions(t *testing.T) {
 	anyValue := map[string]string{
 		"Clock":              "nil is time.Now; any clock is followed as its doc says",
 		"NoSync":             "a bool",
+		"NoWarmup":           "a bool",
 		"CompactionInterval": "negative turns the background compactor off",
 		"Logger":             "nil discards",
 		"FS":                 "nil is the OS",

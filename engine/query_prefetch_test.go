@@ -18,7 +18,10 @@ import (
 func TestQueryPrefetchAfterReopen(t *testing.T) {
 	dir := t.TempDir()
 	clk := newFakeClock(t0)
-	opts := func(o *engine.Options) { o.BlockSize = 512; o.SealThreshold = 64 << 10; o.CompactionInterval = -1 }
+	opts := func(o *engine.Options) {
+		o.BlockSize, o.SealThreshold, o.CompactionInterval = 512, 64<<10, -1
+		o.NoWarmup = true // cold blocks, for the prefetcher to read
+	}
 	db := openTest(t, dir, clk, opts)
 	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(-1)})
 	ctx := context.Background()

@@ -82,7 +82,7 @@ type doc struct {
 // collected is not decoded at all (doc.raw).
 func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool) (bool, error) {
 	var err error
-	if d.expires, err = c.fetchHinted(s.ID, s.n, c.db.clock.now(), &d.rec); err != nil {
+	if d.expires, err = c.fetchHinted(s.ID, s.n, c.db.clock.now(), &d.rec, nil); err != nil {
 		if isNotFound(err) && !c.isDeleted() {
 			return false, nil
 		}

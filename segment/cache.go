@@ -11,15 +11,25 @@ import (
 
 // Cache is an LRU of decompressed data blocks shared by Readers, keyed by
 // (ReaderOptions.FileNum, block number) and bounded by the bytes it holds.
-// It is safe for concurrent use. Cached blocks are immutable; Get copies
-// what it returns out of them.
+// It is safe for concurrent use.
 //
-// The cache is split into shards, each an LRU with its own lock and an equal
-// share of the budget, so that concurrent readers rarely wait on each other.
-// A block larger than a shard's share is not cached.
+// Blocks of about the size the files are written with (more than half of
+// it, up to all of it) live in slots of memory the cache reserves for
+// itself outside the Go heap (slotArena); others are copies on the heap. A
+// slot is reused once its block is evicted, so a block is only ever read
+// under its shard's lock, and what a Reader returns is copied out of it.
+//
+// The cache is split into shards, each an LRU with its own lock, an equal
+// share of the budget and its own slots, so that concurrent readers rarely
+// wait on each other. A block larger than a shard's share is not cached.
+//
+// Close gives the memory back; a closed cache holds nothing and takes
+// nothing in.
 type Cache struct {
 	shards []cacheShard
 	mask   uint64
+	max    int64        // the budget, in blockCost bytes
+	used   atomic.Int64 // bytes held, by cost, across shards
 
 	// fills are the blocks Get decompressed on a miss, on their way into
 	// the cache; filling is set while a goroutine takes them in (fillLoop);
@@ -48,11 +58,25 @@ type cacheKey struct {
 	block uint32
 }
 
+// cached is one block of a shard: in slot slot of the shard's arena, its
+// first n bytes, or, when heap is not nil, heap.
+type cached struct {
+	heap []byte
+	slot int32
+	n    int32
+}
+
 type cacheShard struct {
-	mu   sync.Mutex
-	lru  *simplelru.LRU[cacheKey, []byte]
-	size int64 // bytes held, by blockCost
-	max  int64
+	mu    sync.Mutex
+	lru   *simplelru.LRU[cacheKey, cached]
+	slots slotArena
+	// hasSlots is set when the shard's slots were reserved (they are given
+	// back at Close, hasSlots stays).
+	hasSlots bool
+	size     int64 // bytes held, by cost
+	max      int64
+	closed   bool
+	used     *atomic.Int64 // the cache's
 }
 
 // cacheEntryOverhead approximates the memory of one entry beyond its block:
@@ -65,24 +89,66 @@ const minShardBytes = 8 << 20
 // maxCacheShards bounds the number of shards.
 const maxCacheShards = 16
 
-func blockCost(b []byte) int64 { return int64(cap(b)) + cacheEntryOverhead }
+// cost is the memory b takes in s: its slot, or its heap copy.
+func (s *cacheShard) cost(b cached) int64 {
+	if b.heap != nil {
+		return int64(cap(b.heap)) + cacheEntryOverhead
+	}
+	return int64(s.slots.slotSize) + cacheEntryOverhead
+}
+
+// bytes returns b's block. s.mu is held, and must stay held while the block
+// is read.
+func (s *cacheShard) bytes(b cached) []byte {
+	if b.heap != nil {
+		return b.heap
+	}
+	return s.slots.bytes(b.slot)[:b.n]
+}
 
 // NewCache returns a cache that holds at most maxBytes of blocks (counting
-// a small per-entry overhead). maxBytes <= 0 gives a cache that holds nothing.
-func NewCache(maxBytes int64) *Cache {
+// a small per-entry overhead), for files written with data blocks of
+// blockSize bytes (WriterOptions.BlockSize; 0: DefaultBlockSize), the size
+// of its slots. maxBytes <= 0 gives a cache that holds nothing.
+func NewCache(maxBytes int64, blockSize int) *Cache {
+	if blockSize <= 0 {
+		blockSize = DefaultBlockSize
+	}
+	maxBytes = max(maxBytes, 0)
 	n := 1
 	for n < maxCacheShards && maxBytes/int64(2*n) >= minShardBytes {
 		n *= 2
 	}
-	c := &Cache{shards: make([]cacheShard, n), mask: uint64(n - 1), fills: make(chan fill, maxFills)}
+	c := &Cache{shards: make([]cacheShard, n), mask: uint64(n - 1), max: maxBytes, fills: make(chan fill, maxFills)}
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.max = max(maxBytes, 0) / int64(n)
-		s.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ cacheKey, v []byte) {
-			s.size -= blockCost(v)
+		s.max = maxBytes / int64(n)
+		s.used = &c.used
+		s.slots = newSlotArena(s.max/int64(blockSize+cacheEntryOverhead), blockSize)
+		s.hasSlots = s.slots.mem != nil
+		s.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ cacheKey, b cached) {
+			cost := s.cost(b)
+			s.size -= cost
+			s.used.Add(-cost)
+			if b.heap == nil {
+				s.slots.put(b.slot)
+			}
 		})
 	}
 	return c
+}
+
+// Close empties the cache and gives its memory back. Reads after Close
+// miss, and blocks offered are not taken in.
+func (c *Cache) Close() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.closed = true
+		s.lru.Purge()
+		s.slots.close()
+		s.mu.Unlock()
+	}
 }
 
 func (c *Cache) shard(k cacheKey) *cacheShard {
@@ -90,19 +156,23 @@ func (c *Cache) shard(k cacheKey) *cacheShard {
 	return &c.shards[(h>>32)&c.mask]
 }
 
-func (c *Cache) get(k cacheKey) ([]byte, bool) {
+// view calls fn with block k, if it is cached, and reports whether it was.
+// fn runs under the shard's lock and must not keep raw, nor any part of it,
+// beyond its return: the memory is reused once the block is evicted.
+func (c *Cache) view(k cacheKey, fn func(raw []byte) error) (bool, error) {
 	s := c.shard(k)
 	s.mu.Lock()
-	v, ok := s.lru.Get(k)
-	s.mu.Unlock()
-	return v, ok
+	defer s.mu.Unlock()
+	b, ok := s.lru.Get(k)
+	if !ok {
+		return false, nil
+	}
+	return true, fn(s.bytes(b))
 }
 
 // offer hands the cache block key of r, decompressed into bb (raw), to keep
 // a copy of; bb is the cache's from then on. The copy is made on another
-// goroutine: it is the first write to memory new to the process while the
-// cache grows, a page fault per page, which the read that missed should not
-// wait for.
+// goroutine, so that the read that missed does not wait for it.
 func (c *Cache) offer(r *Reader, key cacheKey, bb *blockBuf, raw []byte) {
 	if c.shard(key).max == 0 { // a cache that holds nothing: no copy to make
 		putBlockBuf(bb)
@@ -143,52 +213,76 @@ func (c *Cache) fillLoop() {
 func (c *Cache) fill(f fill) {
 	defer c.pending.Add(-1)
 	defer putBlockBuf(f.bb)
-	if c.wants(f.r, f.key) {
-		c.addFor(f.r, f.key, bytes.Clone(f.raw)) // the copy is the page faults
-	}
+	c.addFor(f.r, f.key, f.raw, true)
 }
 
 // wants reports whether block key of r is worth reading into the cache:
 // the cache has room for blocks, r is open and the block is not cached.
-// It is advice: addFor checks r again as it adds.
+// It is advice: addFor checks again as it adds.
 func (c *Cache) wants(r *Reader, key cacheKey) bool {
 	return c.shard(key).max > 0 && !r.closed.Load() && !c.Has(key.file, key.block)
 }
 
-// addFor adds block key of r unless r was closed meanwhile. Reader.Close
-// sets closed before it evicts the file's blocks, and the check and the add
-// hold the shard's lock that the eviction takes, so a block of a closed file
-// is never left behind.
-func (c *Cache) addFor(r *Reader, key cacheKey, block []byte) {
+// hasRoom reports whether block key's shard can take a full-size block
+// without evicting anything.
+func (c *Cache) hasRoom(key cacheKey) bool {
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !r.closed.Load() {
-		s.addLocked(key, block)
-	}
+	return !s.closed && s.size+int64(s.slots.slotSize)+cacheEntryOverhead <= s.max
 }
 
-// add inserts a block, evicting the least recently used ones to make room.
-// The block must not be modified afterwards.
-func (c *Cache) add(k cacheKey, v []byte) {
-	s := c.shard(k)
+// full reports whether the cache is within a block per shard of its
+// budget: a warm-up stops there.
+func (c *Cache) full() bool {
+	s := &c.shards[0]
+	return c.used.Load()+int64(len(c.shards))*(int64(s.slots.slotSize)+cacheEntryOverhead) > c.max
+}
+
+// addFor adds a copy of raw as block key of r (nil: of a file being
+// written), unless r was closed, the block is cached already, or the cache
+// was closed; without evict, also unless the shard would have to evict a
+// block to make room. It reports whether the block was added. Reader.Close
+// sets closed before it evicts the file's blocks, and the check and the add
+// hold the shard's lock that the eviction takes, so a block of a closed
+// file is never left behind.
+func (c *Cache) addFor(r *Reader, key cacheKey, raw []byte, evict bool) bool {
+	s := c.shard(key)
+	b := cached{n: int32(len(raw))}
+	if !s.slotted(len(raw)) {
+		b.heap = bytes.Clone(raw) // outside the lock: the allocation may wait on the collector
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.addLocked(k, v)
-}
-
-// addLocked is add with s's lock held.
-func (s *cacheShard) addLocked(k cacheKey, v []byte) {
-	cost := blockCost(v)
-	if cost > s.max || s.lru.Contains(k) {
-		return // too large, or another reader filled it first
+	if s.closed || (r != nil && r.closed.Load()) || s.lru.Contains(key) {
+		return false
+	}
+	cost := s.cost(b)
+	if cost > s.max {
+		return false // larger than the shard
 	}
 	for s.size+cost > s.max {
+		if !evict {
+			return false
+		}
 		s.lru.RemoveOldest()
 	}
-	s.lru.Add(k, v)
+	if b.heap == nil {
+		var ok bool
+		if b.slot, ok = s.slots.alloc(); !ok {
+			return false // cannot happen: the budget allows no more slotted blocks than there are slots
+		}
+		copy(s.slots.bytes(b.slot), raw)
+	}
+	s.lru.Add(key, b)
 	s.size += cost
+	s.used.Add(cost)
+	return true
 }
+
+// slotted reports whether a block of n bytes goes in a slot of s. What it
+// reads of s is set when the cache is made, so no lock is needed.
+func (s *cacheShard) slotted(n int) bool { return s.hasSlots && s.slots.fits(n) }
 
 // EvictFile drops every cached block of file. Reader.Close calls it.
 func (c *Cache) EvictFile(file uint64) {
@@ -205,16 +299,7 @@ func (c *Cache) EvictFile(file uint64) {
 }
 
 // Size returns the bytes the cache holds, counting per-entry overhead.
-func (c *Cache) Size() int64 {
-	var n int64
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		n += s.size
-		s.mu.Unlock()
-	}
-	return n
-}
+func (c *Cache) Size() int64 { return c.used.Load() }
 
 // Has reports whether block blk of file (a ReaderOptions.FileNum) is
 // cached, without making it recently used.

@@ -9,11 +9,24 @@ import (
 	"time"
 )
 
+// get returns a copy of block k, if it is cached.
+func (c *Cache) get(k cacheKey) ([]byte, bool) {
+	var out []byte
+	ok, _ := c.view(k, func(raw []byte) error {
+		out = bytes.Clone(raw)
+		return nil
+	})
+	return out, ok
+}
+
+// add adds a copy of v as block k, evicting others for room.
+func (c *Cache) add(k cacheKey, v []byte) { c.addFor(nil, k, v, true) }
+
 func TestCacheEviction(t *testing.T) {
 	const block = 1000
 	const adds = 20_000
 	for _, budget := range []int64{0, 5000, 64 << 20} {
-		c := NewCache(budget)
+		c := NewCache(budget, 0)
 		for i := range uint32(adds) {
 			k := cacheKey{file: uint64(i % 3), block: i}
 			c.add(k, make([]byte, block))
@@ -36,37 +49,53 @@ func TestCacheEviction(t *testing.T) {
 	}
 }
 
+// TestCacheLRUOrder runs with blocks on the Go heap (slots of the default
+// block size, four times larger than the blocks) and with blocks in slots
+// of their own size.
 func TestCacheLRUOrder(t *testing.T) {
-	c := NewCache(3 * (100 + cacheEntryOverhead))
-	k := func(i uint32) cacheKey { return cacheKey{file: 1, block: i} }
-	for i := range uint32(3) {
-		c.add(k(i), make([]byte, 100))
-	}
-	c.get(k(0)) // 1 is now the least recently used
-	c.add(k(3), make([]byte, 100))
-	if _, ok := c.get(k(1)); ok {
-		t.Error("least recently used block survived")
-	}
-	for _, i := range []uint32{0, 2, 3} {
-		if _, ok := c.get(k(i)); !ok {
-			t.Errorf("block %d evicted", i)
+	const block = 128 // a size class of Go's allocator: a heap copy costs the same
+	for _, blockSize := range []int{0, block} {
+		c := NewCache(3*(block+cacheEntryOverhead), blockSize)
+		k := func(i uint32) cacheKey { return cacheKey{file: 1, block: i} }
+		val := func(i uint32) []byte { return bytes.Repeat([]byte{byte(i)}, block) }
+		for i := range uint32(3) {
+			c.add(k(i), val(i))
 		}
-	}
-	c.add(k(0), make([]byte, 100)) // already present: no double counting
-	if want := int64(3 * (100 + cacheEntryOverhead)); c.Size() != want {
-		t.Errorf("Size = %d, want %d", c.Size(), want)
-	}
-	c.add(k(9), make([]byte, 10_000)) // larger than the budget: not cached
-	if _, ok := c.get(k(9)); ok || c.Len() != 3 {
-		t.Error("oversized block cached")
-	}
-	c.EvictFile(2)
-	if c.Len() != 3 {
-		t.Error("EvictFile dropped another file's blocks")
-	}
-	c.EvictFile(1)
-	if c.Len() != 0 || c.Size() != 0 {
-		t.Errorf("after EvictFile: %d blocks, %d bytes", c.Len(), c.Size())
+		c.get(k(0)) // 1 is now the least recently used
+		c.add(k(3), val(3))
+		if _, ok := c.get(k(1)); ok {
+			t.Errorf("block size %d: least recently used block survived", blockSize)
+		}
+		for _, i := range []uint32{0, 2, 3} {
+			if v, ok := c.get(k(i)); !ok || !bytes.Equal(v, val(i)) {
+				t.Errorf("block size %d: block %d = %v, %v", blockSize, i, v, ok)
+			}
+		}
+		s := c.shard(k(0))
+		if blockSize != 0 && (s.slots.next != 3 || !s.hasSlots) {
+			t.Errorf("block size %d: %d slots handed out for 3 blocks", blockSize, s.slots.next)
+		}
+		c.add(k(0), val(0)) // already present: no double counting
+		if want := int64(3 * (block + cacheEntryOverhead)); c.Size() != want {
+			t.Errorf("block size %d: Size = %d, want %d", blockSize, c.Size(), want)
+		}
+		c.add(k(9), make([]byte, 10_000)) // larger than the budget: not cached
+		if _, ok := c.get(k(9)); ok || c.Len() != 3 {
+			t.Errorf("block size %d: oversized block cached", blockSize)
+		}
+		c.EvictFile(2)
+		if c.Len() != 3 {
+			t.Errorf("block size %d: EvictFile dropped another file's blocks", blockSize)
+		}
+		c.EvictFile(1)
+		if c.Len() != 0 || c.Size() != 0 {
+			t.Errorf("block size %d: after EvictFile: %d blocks, %d bytes", blockSize, c.Len(), c.Size())
+		}
+		c.Close()
+		c.add(k(5), val(5))
+		if _, ok := c.get(k(5)); ok || c.Len() != 0 {
+			t.Errorf("block size %d: a closed cache took a block in", blockSize)
+		}
 	}
 }
 
@@ -74,7 +103,7 @@ func TestCacheLRUOrder(t *testing.T) {
 // many goroutines: the cache stays within budget and data stays right.
 func TestCacheSharedReaders(t *testing.T) {
 	dir := t.TempDir()
-	cache := NewCache(16 << 10)
+	cache := NewCache(16<<10, 0)
 	type seg struct {
 		r    *Reader
 		recs []Record
@@ -138,7 +167,7 @@ func (c *Cache) settle(t testing.TB) {
 func TestCacheFillsInBackground(t *testing.T) {
 	recs := genRecords(rand.New(rand.NewPCG(5, 6)), 300, 0)
 	path, hs, _ := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: 2048, Compression: CompressionS2})
-	cache := NewCache(64 << 20)
+	cache := NewCache(64<<20, 2048)
 	r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 7})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +209,7 @@ func TestCacheFillAfterClose(t *testing.T) {
 	recs := genRecords(rand.New(rand.NewPCG(7, 8)), 400, 0)
 	dir := t.TempDir()
 	path, hs, _ := writeSegment(t, dir, recs, WriterOptions{BlockSize: 1024, Compression: CompressionS2})
-	cache := NewCache(64 << 20)
+	cache := NewCache(64<<20, 1024)
 	for round := range 50 {
 		file := uint64(round)
 		r, err := Open(path, ReaderOptions{Cache: cache, FileNum: file})
@@ -224,7 +253,7 @@ func TestCacheFillAfterClose(t *testing.T) {
 func TestPrefetch(t *testing.T) {
 	recs := genRecords(rand.New(rand.NewPCG(9, 10)), 200, 0)
 	path, hs, _ := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: 2048, Compression: CompressionS2})
-	cache := NewCache(64 << 20)
+	cache := NewCache(64<<20, 2048)
 	r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 3})
 	if err != nil {
 		t.Fatal(err)

@@ -80,7 +80,7 @@ func TestFlipEveryByte(t *testing.T) {
 
 func checkDamaged(t *testing.T, what, path string, recs []Record, hs []Handle, idx0 []IndexEntry) {
 	t.Helper()
-	r, err := Open(path, ReaderOptions{Cache: NewCache(1 << 20), FileNum: 1})
+	r, err := Open(path, ReaderOptions{Cache: NewCache(1<<20, 0), FileNum: 1})
 	if err != nil {
 		mustCorrupt(t, what+": Open", err)
 		return
@@ -176,7 +176,7 @@ func FuzzSegment(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := Open(path, ReaderOptions{Cache: NewCache(1 << 20), FileNum: 1})
+		r, err := Open(path, ReaderOptions{Cache: NewCache(1<<20, 0), FileNum: 1})
 		if err != nil {
 			mustCorrupt(t, "Open", err)
 			return

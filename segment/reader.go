@@ -209,27 +209,45 @@ func (r *Reader) AppendIndexIn(dst []IndexEntry, ids *IDArena) ([]IndexEntry, er
 }
 
 // Get reads the record at h into rec, through the block cache if there is
-// one. When the block is cached, rec.Body aliases it, and a cached block is
-// never written again (an evicted block is dropped, not reused); otherwise
-// rec.Body is a fresh copy. Either way it stays valid for as long as the
-// caller holds it and must not be modified. rec.ID is left as it is when it
-// already holds the record's id (a caller that knows the id saves an
-// allocation), and is a copy otherwise.
+// one. rec.Body is a fresh copy: it stays valid for as long as the caller
+// holds it. rec.ID is left as it is when it already holds the record's id
+// (a caller that knows the id saves an allocation), and is a copy
+// otherwise.
 //
 // A block missing from the cache is decompressed into a pooled buffer, and
-// the cache keeps a copy of it in the background (Cache.offer): the first
-// copy of a block into memory new to the process takes a page fault per
-// page, about 25 µs each on the virtual machines ebb is measured on, which
-// would otherwise be paid by the read that missed.
+// the cache keeps a copy of it in the background (Cache.offer), so that the
+// read that missed does not wait for the copy.
 func (r *Reader) Get(h Handle, rec *Record) error {
+	_, err := r.GetAppend(h, rec, nil)
+	return err
+}
+
+// GetAppend is Get with rec.Body appended to buf, which it returns
+// extended: a caller that copies the body elsewhere at once (renders it)
+// passes a buffer it reuses, and saves an allocation per read. rec.Body is
+// buf's from then on. On an error buf is returned as it was.
+func (r *Reader) GetAppend(h Handle, rec *Record, buf []byte) ([]byte, error) {
 	if int64(h.Block) >= r.ft.stats.Blocks {
-		return fmt.Errorf("segment %s: handle %s: no such block", r.path, h)
+		return buf, fmt.Errorf("segment %s: handle %s: no such block", r.path, h)
 	}
+	start := len(buf)
 	c := r.opts.Cache
 	if c != nil {
-		key := cacheKey{r.opts.FileNum, h.Block}
-		if raw, ok := c.get(key); ok {
-			return r.decodeAt(raw, h, rec)
+		found, err := c.view(cacheKey{r.opts.FileNum, h.Block}, func(raw []byte) error {
+			if err := r.decodeAt(raw, h, rec); err != nil {
+				return err
+			}
+			buf = append(buf, rec.Body...) // out of the block, whose memory the cache reuses
+			return nil
+		})
+		if found {
+			if err != nil {
+				return buf[:start], err
+			}
+			if rec.Body != nil { // nil stays nil: a delete's
+				rec.Body = buf[start:len(buf):len(buf)]
+			}
+			return buf, nil
 		}
 	}
 	bb := getBlockBuf()
@@ -239,22 +257,25 @@ func (r *Reader) Get(h Handle, rec *Record) error {
 	}
 	if err != nil {
 		putBlockBuf(bb)
-		return err
+		return buf, err
 	}
-	rec.Body = bytes.Clone(rec.Body)
+	if rec.Body != nil {
+		buf = append(buf, rec.Body...)
+		rec.Body = buf[start:len(buf):len(buf)]
+	}
 	if c != nil {
 		c.offer(r, cacheKey{r.opts.FileNum, h.Block}, bb, raw) // bb is the cache's now
 	} else {
 		putBlockBuf(bb)
 	}
-	return nil
+	return buf, nil
 }
 
 // Prefetch reads block blk into the cache unless it is there: for a caller
 // that knows which blocks it will read soon (a query's rows) and has a core
-// to spare, so that the decompression, and the page faults of the block's
-// new memory, are not paid by the read. Without a cache it does nothing.
-// Its only errors are those reading or checking the block.
+// to spare, so that the decompression is not paid by the read. Without a
+// cache it does nothing. Its only errors are those reading or checking the
+// block.
 func (r *Reader) Prefetch(blk uint32) error {
 	c := r.opts.Cache
 	if c == nil || int64(blk) >= r.ft.stats.Blocks {
@@ -264,12 +285,49 @@ func (r *Reader) Prefetch(blk uint32) error {
 	if !c.wants(r, key) {
 		return nil
 	}
-	raw, err := r.readBlock(blk, nil)
+	return r.load(blk, true)
+}
+
+// load reads block blk and adds it to the cache, evicting others for room
+// if evict is set.
+func (r *Reader) load(blk uint32, evict bool) error {
+	bb := getBlockBuf()
+	defer putBlockBuf(bb)
+	raw, err := r.readBlock(blk, bb)
 	if err != nil {
 		return err
 	}
-	c.addFor(r, key, raw)
+	r.opts.Cache.addFor(r, cacheKey{r.opts.FileNum, blk}, raw, evict)
 	return nil
+}
+
+// Warm reads the file's data blocks into the cache, in file order, as long
+// as the cache has room for them without evicting anything and stop
+// returns false (it is asked between blocks): for a store just opened,
+// whose reads would otherwise each decompress a block until the cache has
+// them. Blocks cached already are skipped. It reports whether it stopped
+// because the cache is full. Without a cache it does nothing.
+func (r *Reader) Warm(stop func() bool) (full bool, err error) {
+	c := r.opts.Cache
+	if c == nil {
+		return false, nil
+	}
+	for blk := range uint32(r.ft.stats.Blocks) {
+		if c.full() {
+			return true, nil
+		}
+		if stop() || r.closed.Load() {
+			return false, nil
+		}
+		key := cacheKey{r.opts.FileNum, blk}
+		if c.Has(key.file, key.block) || !c.hasRoom(key) {
+			continue
+		}
+		if err := r.load(blk, false); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // decodeAt decodes the record at h from raw, its decompressed block.

@@ -113,7 +113,7 @@ func checkSegment(t *testing.T, path string, recs []Record, hs []Handle, st Stat
 	if want := wantStats(recs, opts, fi.Size(), st.Blocks); st != want {
 		t.Fatalf("Finish stats %+v\nwant %+v", st, want)
 	}
-	for _, cache := range []*Cache{nil, NewCache(1 << 20)} {
+	for _, cache := range []*Cache{nil, NewCache(1<<20, 0)} {
 		r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 5})
 		if err != nil {
 			t.Fatal(err)
@@ -205,7 +205,7 @@ func TestGetBodyOutlivesEviction(t *testing.T) {
 	}
 	opts := WriterOptions{Compression: CompressionS2, BlockSize: 4096}
 	path, hs, _ := writeSegment(t, t.TempDir(), recs, opts)
-	for _, cache := range []*Cache{NewCache(8 << 10), nil} {
+	for _, cache := range []*Cache{NewCache(8<<10, 0), nil} {
 		r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -301,7 +301,7 @@ func TestWriterErrors(t *testing.T) {
 func TestConcurrentReads(t *testing.T) {
 	recs := genRecords(rand.New(rand.NewPCG(5, 6)), 2000, 0)
 	path, hs, _ := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: 2048, Compression: CompressionZstd})
-	r, err := Open(path, ReaderOptions{Cache: NewCache(64 << 10), FileNum: 1})
+	r, err := Open(path, ReaderOptions{Cache: NewCache(64<<10, 0), FileNum: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func benchSegment(b *testing.B, n int) (string, []Handle) {
 
 func BenchmarkGetCached(b *testing.B) {
 	path, hs := benchSegment(b, 100_000)
-	r, err := Open(path, ReaderOptions{Cache: NewCache(1 << 30), FileNum: 1})
+	r, err := Open(path, ReaderOptions{Cache: NewCache(1<<30, 0), FileNum: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func TestMappedReader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, cache := range []*Cache{nil, NewCache(1 << 20)} {
+			for _, cache := range []*Cache{nil, NewCache(1<<20, 0)} {
 				m := memMapped(bytes.Clone(b))
 				r, err := NewReader(m, int64(len(m)), path, ReaderOptions{Cache: cache, FileNum: 9})
 				if err != nil {

@@ -1,0 +1,184 @@
+package segment
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// TestCacheSlotsReused adds many more blocks than a small slotted cache
+// holds: evicted blocks' slots are handed out again, so the slots ever
+// used never exceed what the budget holds, and every block read back is
+// the one added under its key.
+func TestCacheSlotsReused(t *testing.T) {
+	const block = 4096
+	c := NewCache(minShardBytes, block) // one shard
+	defer c.Close()
+	s := &c.shards[0]
+	capacity := int32(minShardBytes / (block + cacheEntryOverhead))
+	val := func(i uint32) []byte { return bytes.Repeat([]byte{byte(i), byte(i >> 8)}, block/2) }
+	for i := range uint32(10 * capacity) {
+		c.add(cacheKey{file: 1, block: i}, val(i))
+		if s.slots.next > capacity {
+			t.Fatalf("after %d adds: %d slots used, room for %d", i+1, s.slots.next, capacity)
+		}
+	}
+	if got := int32(c.Len()); got != capacity {
+		t.Fatalf("%d blocks cached, room for %d", got, capacity)
+	}
+	for i := range uint32(10 * capacity) {
+		if v, ok := c.get(cacheKey{file: 1, block: i}); ok && !bytes.Equal(v, val(i)) {
+			t.Fatalf("block %d holds another block's bytes", i)
+		}
+	}
+}
+
+// TestGetBodyOutlivesSlot reads records through a cache of one slot, so
+// that each block read evicts the last and writes over its slot: every
+// Body returned earlier must still be its record's.
+func TestGetBodyOutlivesSlot(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(11, 12)), 200, 0)
+	const block = 2048
+	path, hs, _ := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: block, Compression: CompressionS2})
+	cache := NewCache(block+cacheEntryOverhead, block)
+	defer cache.Close()
+	r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := make([]Record, len(hs))
+	var buf []byte
+	for i, h := range hs {
+		if err := r.Prefetch(h.Block); err != nil { // a hit, from the one slot
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			err = r.Get(h, &got[i])
+		} else {
+			buf, err = r.GetAppend(h, &got[i], buf) // appended to one growing buffer
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cache.shards[0].slots.next != 1 {
+		t.Fatalf("%d slots used, want 1", cache.shards[0].slots.next)
+	}
+	for i := range recs {
+		if !reflect.DeepEqual(got[i], recs[i]) {
+			t.Fatalf("record %d: %+v, want %+v", i, got[i], recs[i])
+		}
+	}
+}
+
+// TestWriterFillsCache writes a segment with the cache in its options:
+// every data block is cached as written, while there is room, with no
+// block evicted for it; an aborted writer's blocks are dropped.
+func TestWriterFillsCache(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(13, 14)), 300, 0)
+	const block = 2048
+	cache := NewCache(64<<20, block)
+	defer cache.Close()
+	path, hs, st := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: block, Compression: CompressionZstd, Cache: cache, FileNum: 4})
+	if cache.Len() != int(st.Blocks) {
+		t.Fatalf("%d blocks cached after writing %d", cache.Len(), st.Blocks)
+	}
+	r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i, h := range hs {
+		var got Record
+		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
+			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
+		}
+	}
+	if cache.pending.Load() != 0 {
+		t.Fatalf("reads of a file just written missed the cache (%d offered)", cache.pending.Load())
+	}
+
+	// A cache with room for 3 blocks keeps the first 3 written and evicts
+	// nothing for the rest.
+	small := NewCache(3*(block+cacheEntryOverhead), block)
+	defer small.Close()
+	small.add(cacheKey{file: 9, block: 0}, make([]byte, block))
+	writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: block, Cache: small, FileNum: 5})
+	if !small.Has(9, 0) || small.Len() != 3 || !small.Has(5, 0) || !small.Has(5, 1) {
+		t.Fatalf("small cache: %d blocks, block of file 9 kept %v", small.Len(), small.Has(9, 0))
+	}
+
+	w, err := Create(path+".aborted", WriterOptions{BlockSize: block, Cache: cache, FileNum: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		if _, err := w.Add(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !cache.Has(6, 0) {
+		t.Fatal("a block flushed by the writer is not cached")
+	}
+	w.Abort()
+	if cache.Has(6, 0) {
+		t.Fatal("an aborted writer's block is still cached")
+	}
+}
+
+// TestWarm fills a cache from a file: all of it when it fits, and only
+// what fits, evicting nothing, when it does not; stop ends it early.
+func TestWarm(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(15, 16)), 400, 0)
+	const block = 2048
+	path, hs, st := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: block, Compression: CompressionS2})
+	open := func(c *Cache) *Reader {
+		r, err := Open(path, ReaderOptions{Cache: c, FileNum: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+
+	big := NewCache(64<<20, block)
+	defer big.Close()
+	r := open(big)
+	if full, err := r.Warm(func() bool { return false }); err != nil || full {
+		t.Fatalf("Warm = %v, %v", full, err)
+	}
+	if big.Len() != int(st.Blocks) {
+		t.Fatalf("%d of %d blocks cached", big.Len(), st.Blocks)
+	}
+	for i, h := range hs {
+		var got Record
+		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
+			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
+		}
+	}
+	if big.pending.Load() != 0 {
+		t.Fatal("a read after Warm missed")
+	}
+
+	small := NewCache(4*(block+cacheEntryOverhead), block)
+	defer small.Close()
+	small.add(cacheKey{file: 9, block: 0}, make([]byte, block))
+	if full, err := open(small).Warm(func() bool { return false }); err != nil || !full {
+		t.Fatalf("Warm of a small cache = %v, %v; want full", full, err)
+	}
+	if !small.Has(9, 0) || small.Len() < 2 {
+		t.Fatalf("small cache after Warm: %d blocks, first block kept %v", small.Len(), small.Has(9, 0))
+	}
+
+	stopped := NewCache(64<<20, block)
+	defer stopped.Close()
+	calls := 0
+	if _, err := open(stopped).Warm(func() bool { calls++; return calls > 2 }); err != nil {
+		t.Fatal(err)
+	}
+	if stopped.Len() != 2 {
+		t.Fatalf("Warm stopped after 2 blocks cached %d", stopped.Len())
+	}
+}
