@@ -167,6 +167,7 @@ func (c *Container) read(id string, now int64) (Item, error) {
 	var rec segment.Record
 	buf := readBufs.Get().(*[]byte)
 	defer putReadBuf(buf)
+	*buf = (*buf)[:0]
 	expires, err := c.fetchHinted(id, noSlotHint, now, &rec, buf)
 	if err != nil {
 		return Item{}, err
@@ -239,7 +240,7 @@ func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.
 	rec.ID = id // Get keeps it when the record's id is the same: no copy
 	h := segment.Handle{Block: s.Loc.Block, Off: s.Loc.Off}
 	if buf != nil {
-		*buf, err = f.r.GetAppend(h, rec, (*buf)[:0])
+		*buf, err = f.r.GetAppend(h, rec, *buf)
 	} else {
 		err = f.r.Get(h, rec)
 	}

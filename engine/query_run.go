@@ -80,9 +80,9 @@ type doc struct {
 // With trusted, the candidates are known to match as they were collected
 // and only the whole document is wanted: an item still at the version
 // collected is not decoded at all (doc.raw).
-func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool) (bool, error) {
+func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool, bodies *[]byte) (bool, error) {
 	var err error
-	if d.expires, err = c.fetchHinted(s.ID, s.n, c.db.clock.now(), &d.rec, nil); err != nil {
+	if d.expires, err = c.fetchHinted(s.ID, s.n, c.db.clock.now(), &d.rec, bodies); err != nil {
 		if isNotFound(err) && !c.isDeleted() {
 			return false, nil
 		}
@@ -228,6 +228,11 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, t
 	var (
 		d    *doc
 		slab []doc // kept docs are carved from slabs of docSlab
+		// bodies is what the docs' bodies read from segment files are
+		// appended to: reused for each row without keep, else a slab that
+		// kept docs share (a full one is left to them and a new one
+		// started).
+		bodies []byte
 	)
 	pf := c.startPrefetch(slots)
 	defer pf.done()
@@ -246,7 +251,14 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, t
 			d, slab = &slab[0], slab[1:]
 		}
 		*d = doc{}
-		ok, err := c.fetchMatch(q, &slots[i], d, trusted)
+		if !keep {
+			bodies = bodies[:0]
+		} else if cap(bodies)-len(bodies) < 2<<10 {
+			// Slabs start small, for the walks that read a few rows, and
+			// double up to bodySlab.
+			bodies = make([]byte, 0, min(max(4<<10, 2*cap(bodies)), bodySlab))
+		}
+		ok, err := c.fetchMatch(q, &slots[i], d, trusted, &bodies)
 		if err != nil {
 			return err
 		}
@@ -390,7 +402,7 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 			}
 			p := pend.pop()
 			var d doc
-			ok, err := c.fetchMatch(q, &cand{index.Slot{ID: p.d.rec.ID, Seq: p.d.rec.Seq}, noSlotHint}, &d, true)
+			ok, err := c.fetchMatch(q, &cand{index.Slot{ID: p.d.rec.ID, Seq: p.d.rec.Seq}, noSlotHint}, &d, true, nil)
 			switch {
 			case err != nil:
 				return false, err
