@@ -263,15 +263,15 @@ func (c *Container) walkLocked(ctx context.Context, q *query.Bound, out candidat
 		need = satAdd(satAdd(skip, limit), walkSlack)
 	}
 	var err error
-	c.idx.TermWalk(o.Path, o.Desc, func(key string, slots *roaring.Bitmap) bool {
+	c.idx.TermWalk(o.Path, o.Desc, func(key string, slots index.Postings) bool {
 		n := len(out.slots)
-		switch {
-		case slots.GetCardinality() <= walkFewSlots:
-			out.slots = c.liveSlotsAmongLocked(slots, bm, now, out.slots)
+		switch few := slots.Few(); {
+		case few != nil && len(few) <= walkFewSlots:
+			out.slots = c.liveSlotsAmongLocked(few, bm, now, out.slots)
 		case bm == nil:
-			out.slots, err = c.liveSlotsLocked(ctx, slots, now, out.slots)
+			out.slots, err = c.liveSlotsLocked(ctx, slots.Bitmap(), now, out.slots)
 		default:
-			out.slots, err = c.liveSlotsLocked(ctx, roaring.And(slots, bm), now, out.slots)
+			out.slots, err = c.liveSlotsLocked(ctx, roaring.And(slots.Bitmap(), bm), now, out.slots)
 		}
 		if err != nil {
 			return false
@@ -331,16 +331,15 @@ const walkFewSlots = 64
 // and live at now to dst, in id order among themselves, without building a
 // bitmap: for the keys of an ORDER BY walk, most of which hold a slot or
 // two. c.mu is held.
-func (c *Container) liveSlotsAmongLocked(few, bm *roaring.Bitmap, now int64, dst []cand) []cand {
+func (c *Container) liveSlotsAmongLocked(few []uint32, bm *roaring.Bitmap, now int64, dst []cand) []cand {
 	start := len(dst)
-	few.Iterate(func(n uint32) bool {
+	for _, n := range few {
 		if bm == nil || bm.Contains(n) {
 			if s, ok := c.idx.SlotAt(n, now); ok { // the inline expiry check
 				dst = append(dst, cand{s, n})
 			}
 		}
-		return true
-	})
+	}
 	if len(dst)-start > 1 {
 		slices.SortFunc(dst[start:], byID)
 	}

@@ -221,9 +221,9 @@ func checkTermModel(t *testing.T, where string, x *Index, m *termModel, rng *ran
 		}
 		var walked []string
 		desc := rng.IntN(2) == 0
-		x.TermWalk(path, desc, func(key string, slots *roaring.Bitmap) bool {
+		x.TermWalk(path, desc, func(key string, slots Postings) bool {
 			walked = append(walked, key)
-			check(fmt.Sprintf("TermWalk(%s) at %q", path, key), slots, m.answer(path, func(k string) bool { return k == key }))
+			check(fmt.Sprintf("TermWalk(%s) at %q", path, key), slots.Bitmap(), m.answer(path, func(k string) bool { return k == key }))
 			return true
 		})
 		var want []string

@@ -82,29 +82,55 @@ func (x *Index) TermPrefix(path, prefix string) *roaring.Bitmap {
 // TermWalk calls fn for every key under path with the slots that have it,
 // in ascending key order, or descending if desc, until fn returns false.
 //
-// The slots bitmap is read-only and valid only until fn returns: it is the
-// index's own bitmap or a scratch one that the next key reuses. Combine it
-// at once (roaring.And, Or, AndNot leave their inputs alone) or Clone it.
-// fn must not change the index.
-func (x *Index) TermWalk(path string, desc bool, fn func(key string, slots *roaring.Bitmap) bool) {
+// The slots are the index's own and valid only until fn returns: read them
+// at once, or copy them (Postings.Bitmap of few slots is a copy). fn must
+// not change the index.
+func (x *Index) TermWalk(path string, desc bool, fn func(key string, slots Postings) bool) {
 	p := x.sec.path(path)
 	if p == nil {
 		return
 	}
-	scratch := roaring.New()
-	visit := func(t *term) bool {
-		if t.big != nil {
-			return fn(t.key, t.big)
-		}
-		scratch.Clear()
-		scratch.AddMany(t.small)
-		return fn(t.key, scratch)
-	}
+	visit := func(t *term) bool { return fn(t.key, Postings{few: t.small, many: t.big}) }
 	if desc {
 		p.keys.Reverse(visit)
 	} else {
 		p.keys.Scan(visit)
 	}
+}
+
+// Postings are the slots of one key that TermWalk yields: a sorted slice
+// while they are few, a bitmap once they are many, so that a walk over keys
+// held by a slot or two each (an ORDER BY over unique values) builds no
+// bitmap per key.
+type Postings struct {
+	few  []uint32
+	many *roaring.Bitmap
+}
+
+// Len returns the number of slots.
+func (p Postings) Len() int {
+	if p.many != nil {
+		return int(p.many.GetCardinality())
+	}
+	return len(p.few)
+}
+
+// Few returns the slots in ascending order when they are held as a slice,
+// or nil when they are held as a bitmap (Bitmap).
+func (p Postings) Few() []uint32 {
+	if p.many != nil {
+		return nil
+	}
+	return p.few
+}
+
+// Bitmap returns the slots as a bitmap: the index's own (read-only) when
+// they are many, a new one otherwise.
+func (p Postings) Bitmap() *roaring.Bitmap {
+	if p.many != nil {
+		return p.many
+	}
+	return roaring.BitmapOf(p.few...)
 }
 
 // LiveBitmap returns the slots in use and not marked expired, as a new

@@ -284,14 +284,14 @@ func TestTermPrefix(t *testing.T) {
 func TestTermWalk(t *testing.T) {
 	x := rangeIndex(t)
 	var keys []string
-	x.TermWalk("/n", false, func(k string, slots *roaring.Bitmap) bool {
+	x.TermWalk("/n", false, func(k string, slots Postings) bool {
 		keys = append(keys, k)
 		want := 1
 		if k == "k5" {
 			want = 2
 		}
-		if int(slots.GetCardinality()) != want {
-			t.Errorf("key %s has %d slots, want %d", k, slots.GetCardinality(), want)
+		if slots.Len() != want || int(slots.Bitmap().GetCardinality()) != want {
+			t.Errorf("key %s has %d slots, want %d", k, slots.Len(), want)
 		}
 		return true
 	})
@@ -300,7 +300,7 @@ func TestTermWalk(t *testing.T) {
 		t.Errorf("ascending walk = %q", keys)
 	}
 	keys = keys[:0]
-	x.TermWalk("/n", true, func(k string, _ *roaring.Bitmap) bool {
+	x.TermWalk("/n", true, func(k string, _ Postings) bool {
 		keys = append(keys, k)
 		return k != "k7"
 	})
@@ -308,14 +308,14 @@ func TestTermWalk(t *testing.T) {
 		t.Errorf("descending walk stopped at k7 = %q", keys)
 	}
 	keys = keys[:0]
-	x.TermWalk("/n", false, func(k string, _ *roaring.Bitmap) bool {
+	x.TermWalk("/n", false, func(k string, _ Postings) bool {
 		keys = append(keys, k)
 		return false
 	})
 	if !slices.Equal(keys, []string{"k0"}) {
 		t.Errorf("walk stopped at once = %q", keys)
 	}
-	x.TermWalk("/none", false, func(string, *roaring.Bitmap) bool {
+	x.TermWalk("/none", false, func(string, Postings) bool {
 		t.Error("walk of an unknown path called fn")
 		return false
 	})
@@ -438,7 +438,7 @@ func TestConcurrentTermReaders(t *testing.T) {
 				x.TermEq("/b", "17")
 				x.TermRange("/b", KeyBound{Key: "1", Inclusive: true}, KeyBound{Key: "5"})
 				x.TermPrefix("/b", "12")
-				x.TermWalk("/a", true, func(string, *roaring.Bitmap) bool { return true })
+				x.TermWalk("/a", true, func(string, Postings) bool { return true })
 				x.LiveBitmap()
 				x.SlotAt(5, 500)
 				x.TermsSeq("5")
