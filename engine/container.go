@@ -221,7 +221,7 @@ func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.
 		expired := c.expiredAtLocked(id, now)
 		c.mu.RUnlock()
 		c.db.observeExpiry(expired)
-		return 0, fmt.Errorf("%w: item %q in container %q", ErrNotFound, id, c.id)
+		return 0, &itemNotFound{id, c.id}
 	}
 	expires = c.idx.ExpiresAt(&s)
 	if r, ok := c.memRecordLocked(s.Loc); ok {

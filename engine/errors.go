@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/policy"
@@ -75,3 +76,14 @@ var (
 // offline tools (package engine/tool) return it for a directory that
 // does not exist, is not a directory, is empty or holds no ebb database.
 var ErrNoDatabase = dbfile.ErrNoDatabase
+
+// itemNotFound is the ErrNotFound of a read of an item that is not there:
+// its message is formatted only when asked for, since a read that misses
+// is as common as one that hits and should cost about as little.
+type itemNotFound struct{ id, container string }
+
+func (e *itemNotFound) Error() string {
+	return fmt.Sprintf("%v: item %q in container %q", ErrNotFound, e.id, e.container)
+}
+
+func (e *itemNotFound) Unwrap() error { return ErrNotFound }

@@ -80,4 +80,3 @@ func TestBlockCacheWarmup(t *testing.T) {
 		}
 	}
 }
-
