@@ -10,8 +10,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
@@ -46,6 +49,8 @@ type DB struct {
 	clock *clock
 	jnl   *journal.Journal
 	cache *segment.Cache
+	// parsed holds the query texts parsed lately (parse).
+	parsed *lru.Cache[string, *query.Query]
 
 	// mu guards the set of containers. Taken for reading by every call
 	// that looks a container up, for writing to create or delete one.
@@ -158,6 +163,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		log:       o.Logger,
 		lock:      lock,
 		cache:     segment.NewCache(o.BlockCacheSize, o.BlockSize),
+		parsed:    newParseCache(),
 		removals:  make(chan removal, removeQueue),
 		written:   make(chan *commitGroup, writtenQueue),
 		quit:      make(chan struct{}),

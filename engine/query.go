@@ -104,7 +104,7 @@ func (c *Container) prepareQuery(ctx context.Context, sql string, params []Param
 	if len(params) > query.MaxParams {
 		return nil, fmt.Errorf("container %q: %w: %d parameters given; query.MaxParams allows %d", c.id, query.ErrLimit, len(params), query.MaxParams)
 	}
-	q, err := query.ParseContext(ctx, sql)
+	q, err := c.db.parse(ctx, sql)
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.id, err)
 	}

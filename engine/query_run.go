@@ -382,7 +382,7 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 	_, desc, _ := q.OrderBy()
 	w.desc = desc
 	if cands.partial && w.seen == nil {
-		w.seen = map[string]bool{}
+		w.seen = make(map[string]bool, max(w.limit, 0)+walkSlack)
 	}
 	pend := &pendingDocs{desc: desc}
 	err := c.matches(ctx, q, cands.rest, false, true, func(_ int, d *doc) bool {
