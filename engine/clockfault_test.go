@@ -31,9 +31,12 @@ package engine_test
 // set hours back (the engine's now stays where it was). After Close the
 // MANIFEST holds the high mark; after Open with the wall hours behind, the
 // engine's now is that mark; after a crash it is the largest of the copy's
-// MANIFEST clock, its CLOCK file and lowNow, and once the durable floor
-// (the larger of the MANIFEST's clock and the CLOCK file) has caught up it
-// is exactly the high mark.
+// MANIFEST clock, its CLOCK file and the _ts of every record the copy
+// holds (Open replays them), and once the durable floor (the larger of the
+// MANIFEST's clock and the CLOCK file) has caught up it is exactly the high
+// mark. A put's _ts is an acknowledged one, at most lowNow; a delete's
+// record is stamped with the engine's now too, but Delete does not return
+// it, so the model bounds it by delHi (see clockFaultRun.crashed).
 //
 // An answer that relies on an item having expired (a read or delete that
 // found it gone, a refused Replace or IfMatch, a quiet point's Items and
@@ -122,11 +125,13 @@ type clockFaultRun struct {
 	hiNow   atomic.Int64 // the engine's now is known to be at most this
 	lowNow  atomic.Int64 // the engine's now is known to be at least this
 	relied  atomic.Int64 // the largest expiry instant an acknowledged answer relied on
+	delHi   atomic.Int64 // since the last Open, the highest instant an acknowledged delete can have been stamped with
 	jumps   atomic.Int64 // wall changes so far
 	db      *engine.DB
 	c       *engine.Container
 	dir     string
 	workers []*clockFaultWorker
+	tune    func(*engine.Options) // if set, changes the options after r.options
 
 	mu     sync.Mutex
 	faults map[string]int // faults injected, by kind
@@ -167,12 +172,18 @@ func (r *clockFaultRun) options(o *engine.Options) {
 	o.BlockSize = 1 << 10
 	o.CompactionInterval = 2 * time.Millisecond
 	o.RewriteThreshold = 0.3
+	if r.tune != nil {
+		r.tune(o)
+	}
 }
 
 func (r *clockFaultRun) open(dir string) {
 	r.t.Helper()
 	r.dir = dir
 	r.db = openTest(r.t, dir, r.clk, r.options)
+	// Every record on disk is stamped at most the engine's now after Open,
+	// which the caller's writeAt makes lowNow.
+	r.delHi.Store(0)
 	c, err := r.db.Container("cf")
 	if errors.Is(err, engine.ErrNotFound) {
 		c, err = r.db.CreateContainer(context.Background(), engine.ContainerProperties{ID: "cf", DefaultTTL: engine.TTL(faultDefaultTTL)})
@@ -304,6 +315,7 @@ func (w *clockFaultWorker) remove(ctx context.Context, id string, ifMatch bool, 
 	switch {
 	case err == nil:
 		r.count(r.checks, "acknowledged deletes", 1)
+		atomicMax(&r.delHi, hi)
 		if !st.present || st.expire <= lo {
 			r.fail("%s %s: succeeded on an item that is %v (the engine's now is at least %d)", what, id, st, lo)
 		}
