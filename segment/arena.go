@@ -64,9 +64,10 @@ func (a *slotArena) bytes(s int32) []byte {
 }
 
 // close gives the reservation back; the arena holds nothing afterwards.
+// slotSize stays as it was: it is read without the shard's lock.
 func (a *slotArena) close() {
 	if a.release != nil {
 		a.release()
 	}
-	*a = slotArena{slotSize: a.slotSize}
+	a.mem, a.next, a.free, a.release = nil, 0, nil, nil
 }

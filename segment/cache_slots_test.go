@@ -127,3 +127,38 @@ func TestWarm(t *testing.T) {
 		t.Fatalf("Warm stopped after 2 blocks cached %d", stopped.Len())
 	}
 }
+
+// TestCacheCloseRacesFills closes a cache while blocks are being offered
+// to it, read from it and added to it: run with -race, nothing may touch
+// the cache's memory once Close has given it back, and every call after
+// Close misses or does nothing.
+func TestCacheCloseRacesFills(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(17, 18)), 300, 0)
+	const block = 1024
+	path, hs, _ := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: block, Compression: CompressionS2})
+	for range 20 {
+		cache := NewCache(64<<20, block)
+		r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var rec Record
+			for i, h := range hs {
+				if err := r.Get(h, &rec); err != nil || !reflect.DeepEqual(rec, recs[i]) {
+					t.Errorf("Get(%s) = %+v, %v", h, rec, err)
+					return
+				}
+			}
+		}()
+		cache.Close()
+		<-done
+		cache.settle(t)
+		if cache.Len() != 0 {
+			t.Fatalf("%d blocks in a closed cache", cache.Len())
+		}
+		r.Close()
+	}
+}
