@@ -162,8 +162,8 @@ func (r *Reader) Path() string { return r.path }
 // Close closes the file and drops its blocks from the cache.
 func (r *Reader) Close() error {
 	if r.opts.Cache != nil {
-		r.closed.Store(true) // before the eviction: see Cache.fill
-		r.opts.Cache.EvictFile(r.opts.FileNum)
+		r.closed.Store(true) // before the eviction: see Cache.addFor
+		r.opts.Cache.evictBlocks(r.opts.FileNum, uint32(r.ft.stats.Blocks))
 	}
 	if r.close != nil {
 		return r.close()
