@@ -28,8 +28,14 @@ import (
 type Cache struct {
 	shards []cacheShard
 	mask   uint64
-	max    int64        // the budget, in blockCost bytes
+	max    int64        // the budget, in cost bytes
 	used   atomic.Int64 // bytes held, by cost, across shards
+
+	// closed is set by Close before it takes alive; alive is held for
+	// reading while a slot is filled outside its shard's lock (addFor), so
+	// that Close never gives the memory back under a copy.
+	closed atomic.Bool
+	alive  sync.RWMutex
 
 	// fills are the blocks Get decompressed on a miss, on their way into
 	// the cache; filling is set while a goroutine takes them in (fillLoop);
@@ -141,6 +147,9 @@ func NewCache(maxBytes int64, blockSize int) *Cache {
 // Close empties the cache and gives its memory back. Reads after Close
 // miss, and blocks offered are not taken in.
 func (c *Cache) Close() {
+	c.closed.Store(true)
+	c.alive.Lock() // no slot is being filled from here on
+	defer c.alive.Unlock()
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
@@ -246,6 +255,13 @@ func (c *Cache) full() bool {
 // sets closed before it evicts the file's blocks, and the check and the add
 // hold the shard's lock that the eviction takes, so a block of a closed
 // file is never left behind.
+//
+// A slotted block is copied with no lock of the shard held: the slot is
+// taken (and its cost counted) under the lock, filled outside it, and put
+// in the LRU under it again. The first write to a slot's memory may take a
+// page fault of a whole huge page, which costs milliseconds on a virtual
+// machine; readers of the shard must not wait for it. c.alive keeps Close
+// from giving the memory back during the copy.
 func (c *Cache) addFor(r *Reader, key cacheKey, raw []byte, evict bool) bool {
 	s := c.shard(key)
 	b := cached{n: int32(len(raw))}
@@ -253,7 +269,48 @@ func (c *Cache) addFor(r *Reader, key cacheKey, raw []byte, evict bool) bool {
 		b.heap = bytes.Clone(raw) // outside the lock: the allocation may wait on the collector
 	}
 	s.mu.Lock()
+	if !s.makeRoomLocked(r, key, b, evict) {
+		s.mu.Unlock()
+		return false
+	}
+	if b.heap != nil {
+		s.insertLocked(key, b)
+		s.mu.Unlock()
+		return true
+	}
+	var ok bool
+	if b.slot, ok = s.slots.alloc(); !ok {
+		s.mu.Unlock()
+		return false // cannot happen: the budget allows no more slotted blocks than there are slots
+	}
+	cost := s.cost(b)
+	s.size += cost // the slot's, from now on
+	s.mu.Unlock()
+
+	c.alive.RLock()
+	if !c.closed.Load() {
+		copy(s.slots.bytes(b.slot), raw) // the slot is this call's alone until inserted
+	}
+	c.alive.RUnlock()
+
+	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return false // the memory was given back, and the slot with it
+	}
+	s.size -= cost
+	if (r != nil && r.closed.Load()) || s.lru.Contains(key) {
+		s.slots.put(b.slot) // closed, or added by another meanwhile
+		return false
+	}
+	s.insertLocked(key, b)
+	return true
+}
+
+// makeRoomLocked checks that b may be added as block key of r (see
+// addFor) and evicts, if evict allows, what makes room for it. s.mu is
+// held.
+func (s *cacheShard) makeRoomLocked(r *Reader, key cacheKey, b cached, evict bool) bool {
 	if s.closed || (r != nil && r.closed.Load()) || s.lru.Contains(key) {
 		return false
 	}
@@ -267,17 +324,16 @@ func (c *Cache) addFor(r *Reader, key cacheKey, raw []byte, evict bool) bool {
 		}
 		s.lru.RemoveOldest()
 	}
-	if b.heap == nil {
-		var ok bool
-		if b.slot, ok = s.slots.alloc(); !ok {
-			return false // cannot happen: the budget allows no more slotted blocks than there are slots
-		}
-		copy(s.slots.bytes(b.slot), raw)
-	}
+	return true
+}
+
+// insertLocked puts b in the LRU as block key and counts its cost. s.mu is
+// held.
+func (s *cacheShard) insertLocked(key cacheKey, b cached) {
+	cost := s.cost(b)
 	s.lru.Add(key, b)
 	s.size += cost
 	s.used.Add(cost)
-	return true
 }
 
 // slotted reports whether a block of n bytes goes in a slot of s. What it
