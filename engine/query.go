@@ -261,6 +261,9 @@ func (c *Container) walkLocked(ctx context.Context, q *query.Bound, out candidat
 	need := int64(-1)
 	if skip, limit := q.Window(); mayStop && limit >= 0 && (plan.Access == nil || plan.Exact) {
 		need = satAdd(satAdd(skip, limit), walkSlack)
+		if need <= maxWalkPrealloc {
+			out.slots, out.keys = make([]cand, 0, need), make([]string, 0, need)
+		}
 	}
 	var err error
 	c.idx.TermWalk(o.Path, o.Desc, func(key string, slots index.Postings) bool {
@@ -290,6 +293,10 @@ func (c *Container) walkLocked(ctx context.Context, q *query.Bound, out candidat
 	out.partial = need >= 0
 	return out, nil
 }
+
+// maxWalkPrealloc bounds the candidates a stopping walk makes room for
+// before it starts (a TOP n, plus walkSlack, takes about that many).
+const maxWalkPrealloc = 1024
 
 // satAdd is a + b for a, b >= 0, saturating at math.MaxInt64.
 func satAdd(a, b int64) int64 {
