@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/ebbdb/ebb/policy"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// What the change feed's retention keeps: the seal writes every version
+// of a container with retention (not only each item's newest), and the
+// compactor keeps the versions the AllVersionsAndDeletes feed derives its
+// changes from, for the changes younger than the retention, and nothing
+// more (feedNeeded).
+
+// feedCutoff is the instant from which changes are kept at now under
+// retention r: now minus r in whole seconds (rounded up). With retention off
+// it is math.MaxInt64: nothing is kept for the feed.
+func feedCutoff(now int64, r time.Duration) int64 {
+	if r <= 0 {
+		return math.MaxInt64
+	}
+	secs := int64((r + time.Second - 1) / time.Second)
+	if now < math.MinInt64+secs {
+		return math.MinInt64
+	}
+	return now - secs
+}
+
+// pruneHistory shortens the policy history h as policy.History.Prune does,
+// but keeps every entry from cutoff on as it is: the feed derives the
+// expiries of the retention from the exact history. The entries before
+// cutoff are pruned to a few equivalent ones (from the last of them on), so
+// the result answers exactly for every instant from cutoff on.
+func pruneHistory(h policy.History, cutoff int64) policy.History {
+	if cutoff == math.MaxInt64 {
+		return h.Prune()
+	}
+	j := sort.Search(len(h), func(i int) bool { return h[i].At >= cutoff })
+	if j <= policy.PruneLen {
+		return h
+	}
+	head := h[:j].Prune()
+	out := make(policy.History, 0, len(head)+len(h)-j)
+	return append(append(out, head...), h[j:]...)
+}
+
+// feedKeep is what the change feed needs kept at one moment: the versions
+// (by id and seq) and, per segment file, how many of its records are
+// needed beyond the live ones the index counts, and their bytes.
+type feedKeep struct {
+	need    map[verKey]bool
+	perFile map[uint32]fileKeep
+	// bytes is the size of every version kept for the feed alone (not
+	// live), in files and memtables.
+	bytes int64
+}
+
+type verKey struct {
+	id  string
+	seq uint64
+}
+
+type fileKeep struct{ records, bytes int64 }
+
+// needs reports whether the feed needs record r kept (k may be nil:
+// retention is off).
+func (k *feedKeep) needs(id string, seq uint64) bool {
+	return k != nil && k.need[verKey{id, seq}]
+}
+
+// holds reports whether file n holds a record the feed needs beyond the
+// live ones.
+func (k *feedKeep) holds(n uint32) bool { return k != nil && k.perFile[n].records > 0 }
+
+// feedNeeded computes what the feed needs kept at now, or nil when the
+// container's retention is off. A version is needed when a change younger
+// than the retention is derived from it (its own, or the one after it,
+// which tells a create from a replace and names its PreviousLSN); when it
+// expired among the expiries after one write (all of them stay while one
+// does, and all after the container's last write stay, so that their ranks,
+// hence their LSNs, never change); when it anchors such expiries; when it
+// is an item's newest live version (a later write may replace it); and
+// when a needed version shares its seq (a batch's LSNs rank its items).
+func (c *Container) feedNeeded(now int64) (*feedKeep, error) {
+	c.mu.RLock()
+	retention := c.props.ChangeFeedRetention
+	c.mu.RUnlock()
+	if retention <= 0 {
+		return nil, nil
+	}
+	src, err := c.feedSnapshot(math.MaxUint64)
+	if err != nil {
+		return nil, err
+	}
+	defer src.release()
+	vs := src.versions
+	d, err := deriveChanges(src, now, lsnMaxSeq+1)
+	if err != nil {
+		return nil, err
+	}
+	cutoff := feedCutoff(now, retention)
+	need := make([]bool, len(vs))
+	// Gaps: the expiries after one anchor, kept whole.
+	for j := 0; j < len(d.changes); {
+		ch := &d.changes[j]
+		if ch.key.Class == classWrite {
+			if ch.key.T >= cutoff {
+				need[ch.ver] = true
+				if ch.prev >= 0 {
+					need[ch.prev] = true
+				}
+			}
+			j++
+			continue
+		}
+		end := j
+		keepGap := j >= d.openGap
+		for ; end < len(d.changes) && d.changes[end].key.Class == classExpiry; end++ {
+			keepGap = keepGap || d.changes[end].key.T >= cutoff
+		}
+		if keepGap {
+			need[ch.anchor] = true
+			for _, e := range d.changes[j:end] {
+				need[e.ver] = true
+			}
+		}
+		j = end
+	}
+	for i := range vs {
+		last := i+1 == len(vs) || vs[i+1].id != vs[i].id
+		if last && vs[i].op == segment.OpPut && src.history.ExpiresAt(vs[i].ts, vs[i].ttl) > now {
+			need[i] = true
+		}
+	}
+	// Batch closure: a needed version's batch-mates.
+	bySeq := make(map[uint64][]int)
+	for i := range vs {
+		bySeq[vs[i].seq] = append(bySeq[vs[i].seq], i)
+	}
+	for i := range vs {
+		if need[i] {
+			for _, m := range bySeq[vs[i].seq] {
+				need[m] = true
+			}
+		}
+	}
+	k := &feedKeep{need: make(map[verKey]bool), perFile: make(map[uint32]fileKeep)}
+	for i := range vs {
+		if !need[i] {
+			continue
+		}
+		v := &vs[i]
+		k.need[verKey{v.id, v.seq}] = true
+		last := i+1 == len(vs) || vs[i+1].id != v.id
+		if last && v.op == segment.OpPut && src.history.ExpiresAt(v.ts, v.ttl) > now {
+			continue // live: counted by the index
+		}
+		k.bytes += int64(v.size)
+		if v.mem == nil {
+			fk := k.perFile[v.file]
+			fk.records++
+			fk.bytes += int64(v.size)
+			k.perFile[v.file] = fk
+		}
+	}
+	return k, nil
+}
