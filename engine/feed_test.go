@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -143,4 +144,237 @@ func TestFeedAllVersionsOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("after reopen and Compact")
+}
+
+func expiredLine(id string, at int64) string { return fmt.Sprintf("delete %s @%d expired", id, at) }
+
+func TestFeedDefaultTTLChange(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := newFakeClock(t0)
+	db := openTest(t, dir, clk)
+	defer func() { db.Close() }()
+	props := engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(-1), ChangeFeedRetention: time.Hour}
+	c := mustCreateContainer(t, db, props)
+	up := func(doc string) {
+		t.Helper()
+		if _, err := c.Upsert(ctx, []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setTTL := func(n int32) {
+		t.Helper()
+		p := props
+		p.DefaultTTL = engine.TTL(n)
+		if err := c.SetProperties(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up(`{"id":"x"}`)
+	up(`{"id":"k","ttl":-1}`)
+	clk.Advance(5)
+	up(`{"id":"y"}`)
+	clk.Advance(5)
+	up(`{"id":"z"}`) // at 10, before the change: before x's expiry
+	setTTL(7)        // at 10: x (ts 0) expires now; y (ts 5) at 12
+	up(`{"id":"w"}`) // at 10, after the change
+	up(`{"id":"x"}`) // created again
+	clk.Advance(1)
+	setTTL(100) // y's expiry moves to 105
+	setTTL(1)   // at 11: y, z, w, x expire now, k never
+	clk.Advance(1)
+	want := []string{
+		"create x @0", "create k @0", "create y @5", "create z @10",
+		expiredLine("x", 10), "create w @10", "create x @10",
+		// By the seq of the version that expired.
+		expiredLine("y", 11), expiredLine("z", 11), expiredLine("w", 11), expiredLine("x", 11),
+	}
+	got := readFeed(t, c, engine.AllVersionsAndDeletes, "")
+	sameLines(t, "feed", feedLines(got), want)
+	checkFeedShape(t, got)
+	db.Close()
+	db = openTest(t, dir, clk)
+	c, _ = db.Container("c")
+	again := readFeed(t, c, engine.AllVersionsAndDeletes, "")
+	if fmt.Sprint(again) != fmt.Sprint(got) {
+		t.Fatalf("after reopen: %v", feedLines(again))
+	}
+}
+
+func TestFeedRetentionErrors(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock(t0)
+	db := openTest(t, t.TempDir(), clk)
+	defer db.Close()
+	off := mustCreateContainer(t, db, engine.ContainerProperties{ID: "off"})
+	if _, err := off.Upsert(ctx, []byte(`{"id":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	feedErr := func(c *engine.Container, mode engine.ChangeFeedMode, from string) error {
+		for _, err := range c.ChangeFeed(ctx, engine.ChangeFeedOptions{Mode: mode, Continuation: from}) {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := feedErr(off, engine.AllVersionsAndDeletes, ""); !errors.Is(err, engine.ErrFeedRetention) {
+		t.Fatalf("retention off: %v, want ErrFeedRetention", err)
+	}
+	if got := readFeed(t, off, engine.LatestVersion, ""); len(got) != 1 {
+		t.Fatalf("LatestVersion with retention off: %v", feedLines(got))
+	}
+	if _, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "neg", ChangeFeedRetention: -time.Second}); !errors.Is(err, engine.ErrInvalidProperties) {
+		t.Fatalf("negative retention: %v", err)
+	}
+
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c", ChangeFeedRetention: 10 * time.Second})
+	if _, err := c.Upsert(ctx, []byte(`{"id":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	first := readFeed(t, c, engine.AllVersionsAndDeletes, "")
+	if len(first) != 1 {
+		t.Fatalf("feed: %v", feedLines(first))
+	}
+	tok := first[0].Continuation
+	clk.Advance(10)
+	if err := feedErr(c, engine.AllVersionsAndDeletes, tok); err != nil {
+		t.Fatalf("continuation at the retention's edge: %v", err)
+	}
+	clk.Advance(1)
+	if err := feedErr(c, engine.AllVersionsAndDeletes, tok); !errors.Is(err, engine.ErrFeedRetention) {
+		t.Fatalf("continuation older than the retention: %v", err)
+	}
+	if err := feedErr(off, engine.LatestVersion, tok); err == nil || !strings.Contains(err.Error(), "another container") {
+		t.Fatalf("another container's token: %v", err)
+	}
+	for _, bad := range []string{"x", "ebbfeed1.1.2.3", "ebbfeed1.2.a.3.1.3.YQ", "ebbfeed1.2.1.3.7.3.YQ", "ebbfeed1.2.1.3.1.3.!!", "ebbfeed1.2.1.3.1.4.YQ"} {
+		err := feedErr(c, engine.AllVersionsAndDeletes, bad)
+		if err == nil || !strings.Contains(err.Error(), "malformed continuation token") {
+			t.Errorf("token %q: %v", bad, err)
+		}
+	}
+}
+
+func TestFeedLatestVersion(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock(t0)
+	db := openTest(t, t.TempDir(), clk)
+	defer db.Close()
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(-1)})
+	for _, doc := range []string{`{"id":"a","v":1}`, `{"id":"b","ttl":5}`, `{"id":"c"}`, `{"id":"d"}`} {
+		if _, err := c.Upsert(ctx, []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(1)
+	if _, err := c.Upsert(ctx, []byte(`{"id":"a","v":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	got := readFeed(t, c, engine.LatestVersion, "")
+	sameLines(t, "latest", feedLines(got), []string{"replace b @0", "replace d @0", "replace a @1"})
+	checkFeedShape(t, got)
+	clk.Advance(4) // b expires
+	rest := readFeed(t, c, engine.LatestVersion, got[0].Continuation)
+	sameLines(t, "latest after b", feedLines(rest), []string{"replace d @0", "replace a @1"})
+	if rest[1].LSN != got[2].LSN || string(rest[1].Body) != string(got[2].Body) {
+		t.Fatalf("a: %+v, was %+v", rest[1], got[2])
+	}
+}
+
+// follow runs a follower of c's feed and sends what it sees.
+func follow(ctx context.Context, c *engine.Container, mode engine.ChangeFeedMode, from string) <-chan engine.Change {
+	out := make(chan engine.Change, 1024)
+	go func() {
+		defer close(out)
+		for ch, err := range c.ChangeFeed(ctx, engine.ChangeFeedOptions{Mode: mode, Continuation: from, Follow: true}) {
+			if err != nil {
+				out <- engine.Change{Op: 0, ID: err.Error()}
+				return
+			}
+			out <- ch
+		}
+	}()
+	return out
+}
+
+func next(t *testing.T, ch <-chan engine.Change, within time.Duration) engine.Change {
+	t.Helper()
+	select {
+	case c, ok := <-ch:
+		if !ok {
+			t.Fatal("follower ended")
+		}
+		if c.Op == 0 {
+			t.Fatalf("follower: %s", c.ID)
+		}
+		return c
+	case <-time.After(within):
+		t.Fatalf("follower: nothing within %v", within)
+	}
+	return engine.Change{}
+}
+
+func TestFeedFollow(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := newFakeClock(t0)
+	db := openTest(t, t.TempDir(), clk)
+	defer db.Close()
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(-1), ChangeFeedRetention: time.Hour})
+	all := follow(ctx, c, engine.AllVersionsAndDeletes, "")
+	latest := follow(ctx, c, engine.LatestVersion, "")
+	start := time.Now()
+	if _, err := c.Upsert(context.Background(), []byte(`{"id":"a","ttl":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t, all, 2*time.Second); got.Op != engine.ChangeCreate || got.ID != "a" {
+		t.Fatalf("all: %+v", got)
+	}
+	if got := next(t, latest, 2*time.Second); got.ID != "a" {
+		t.Fatalf("latest: %+v", got)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("write seen after %v", d)
+	}
+	clk.Advance(2)
+	select {
+	case got := <-all:
+		t.Fatalf("before a's expiry: %+v", got)
+	case <-time.After(100 * time.Millisecond):
+	}
+	clk.Advance(1) // a expires now
+	start = time.Now()
+	got := next(t, all, 2*time.Second)
+	if !got.TTLExpired || got.ID != "a" || got.TS != t0+3 {
+		t.Fatalf("expiry: %+v", got)
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Errorf("expiry seen %v after the clock reached it", d)
+	}
+	// A deleted container's followers end with ErrNotFound.
+	if err := db.DeleteContainer(context.Background(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []<-chan engine.Change{all, latest} {
+		got := next2(t, f)
+		if got.Op != 0 || !strings.Contains(got.ID, "not found") {
+			t.Fatalf("after DeleteContainer: %+v", got)
+		}
+	}
+}
+
+// next2 returns the next thing a follower sends, an error included.
+func next2(t *testing.T, ch <-chan engine.Change) engine.Change {
+	t.Helper()
+	select {
+	case c := <-ch:
+		return c
+	case <-time.After(2 * time.Second):
+		t.Fatal("follower: nothing within 2s")
+	}
+	return engine.Change{}
 }
