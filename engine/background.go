@@ -61,7 +61,7 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 	}
 	c.advanceLocked(now)
 	c.mu.Unlock()
-	keep, err := c.feedNeeded(now)
+	keep, err := c.feedNeeded(ctx)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,11 @@ func (c *Container) fileStatsLocked(keep *feedKeep) []compactor.FileStats {
 	for n, f := range c.files {
 		st := f.r.Stats()
 		u := c.idx.Usage(n)
-		if keep != nil {
+		switch {
+		case keep == nil:
+		case !keep.known[n]:
+			u.Records, u.Bytes = st.Records, st.RawBytes // sealed since: left alone this time
+		default:
 			u.Records += keep.perFile[n].records
 			u.Bytes += keep.perFile[n].bytes
 		}

@@ -51,7 +51,7 @@ func (c *Container) Compact(ctx context.Context) error {
 	// background compactor's rate (Options.CompactionRate), so that a
 	// Compact called while the store serves requests does not crowd them
 	// out: it takes longer instead.
-	keep, err := c.feedNeeded(db.clock.now())
+	keep, err := c.feedNeeded(ctx)
 	if err != nil {
 		return fmt.Errorf("ebb: compact container %q: change feed retention: %w", c.ID(), err)
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
+	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
 )
 
@@ -24,11 +26,12 @@ func (c *Container) allVersionsPass(ctx context.Context, after *feedKey) (feedPa
 	if retention <= 0 {
 		return feedPage{}, fmt.Errorf("%w: it is off (ChangeFeedRetention 0), and %s needs it", ErrFeedRetention, AllVersionsAndDeletes)
 	}
-	fT, fS, err := c.db.feedFrontier(ctx)
+	f, err := c.feedFrontier(ctx)
 	if err != nil {
 		return feedPage{}, err
 	}
-	src, err := c.feedSnapshot(fS)
+	fT, fS := f.fT, f.fS
+	src, err := c.feedSnapshot(f)
 	if err != nil {
 		return feedPage{}, err
 	}
@@ -57,6 +60,11 @@ func (c *Container) allVersionsPass(ctx context.Context, after *feedKey) (feedPa
 		ch := chs[i]
 		out := Change{Op: ch.op, ID: ch.key.ID, LSN: ch.lsn, PreviousLSN: ch.prevLSN, TS: ch.key.T, TTLExpired: ch.expired,
 			Continuation: ch.key.token(c.num)}
+		if ch.expired {
+			// As for any answer that relies on an item having expired:
+			// no crash and no wall clock found behind can take it back.
+			c.db.observeExpiry(ch.key.T)
+		}
 		if ch.op == ChangeDelete {
 			return out, true, nil
 		}
@@ -90,19 +98,35 @@ func (s *feedSource) body(v *feedVersion) ([]byte, error) {
 	return docfmt.Render(nil, rec.Body, rec.TS, docfmt.ETag(rec.Seq)), nil
 }
 
-// feedFrontier returns the frontier of the feed now: the engine's clock
-// fT and the seq fS of the next journal entry, taken in the commit queue
-// once every write before is applied (and so durable). No write to come has
-// a key below (fT, fS), and no DefaultTTL change to come expires an item
-// before it: the changes below it are final. A read-only DB writes nothing
-// more: what it applied is final.
-func (db *DB) feedFrontier(ctx context.Context) (fT int64, fS uint64, err error) {
-	err = db.control(ctx, func(now int64) error {
-		fT, fS = now, db.jnl.NextSeq()
+// feedFrontier is the frontier of c's feed now: the engine's clock fT and
+// the seq fS of the next journal entry, with the policy history and the
+// feed marks as they are then, taken in the commit queue once every write
+// before is applied (and so durable), and no DefaultTTL change is under
+// way (SetProperties makes its change durable within the queue). No write
+// to come has a key below (fT, fS), and no DefaultTTL change to come
+// expires an item before it: the changes below it are final. A read-only
+// DB writes nothing more: what it applied is final.
+type feedFrontier struct {
+	fT      int64
+	fS      uint64
+	history policy.History
+	marks   []dbfile.FeedMark
+}
+
+func (c *Container) feedFrontier(ctx context.Context) (feedFrontier, error) {
+	var f feedFrontier
+	take := func(now int64, next uint64) {
+		c.mu.RLock()
+		f = feedFrontier{fT: now, fS: next, history: c.history, marks: c.feed.marks}
+		c.mu.RUnlock()
+	}
+	err := c.db.control(ctx, func(now int64) error {
+		take(now, c.db.jnl.NextSeq())
 		return nil
 	})
 	if errors.Is(err, ErrReadOnly) {
-		return db.clock.now(), db.appliedThrough() + 1, nil
+		take(c.db.clock.now(), c.db.appliedThrough()+1)
+		return f, nil
 	}
-	return fT, fS, err
+	return f, err
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"math"
 	"sort"
 	"time"
@@ -53,6 +54,11 @@ func pruneHistory(h policy.History, cutoff int64) policy.History {
 type feedKeep struct {
 	need    map[verKey]bool
 	perFile map[uint32]fileKeep
+	// known are the segment files the snapshot read: a file sealed since
+	// holds records whose need is in need, but not in perFile.
+	known map[uint32]bool
+	// below is the frontier's seq: every version from it on is needed.
+	below uint64
 	// bytes is the size of every version kept for the feed alone (not
 	// live), in files and memtables.
 	bytes int64
@@ -68,12 +74,14 @@ type fileKeep struct{ records, bytes int64 }
 // needs reports whether the feed needs record r kept (k may be nil:
 // retention is off).
 func (k *feedKeep) needs(id string, seq uint64) bool {
-	return k != nil && k.need[verKey{id, seq}]
+	return k != nil && (seq >= k.below || k.need[verKey{id, seq}])
 }
 
-// holds reports whether file n holds a record the feed needs beyond the
+// holds reports whether file n may hold a record the feed needs beyond the
 // live ones.
-func (k *feedKeep) holds(n uint32) bool { return k != nil && k.perFile[n].records > 0 }
+func (k *feedKeep) holds(n uint32) bool {
+	return k != nil && (!k.known[n] || k.perFile[n].records > 0)
+}
 
 // feedNeeded computes what the feed needs kept at now, or nil when the
 // container's retention is off. A version is needed when a change younger
@@ -84,14 +92,23 @@ func (k *feedKeep) holds(n uint32) bool { return k != nil && k.perFile[n].record
 // hence their LSNs, never change); when it anchors such expiries; when it
 // is an item's newest live version (a later write may replace it); and
 // when a needed version shares its seq (a batch's LSNs rank its items).
-func (c *Container) feedNeeded(now int64) (*feedKeep, error) {
+//
+// The history and the versions are taken at a frontier in the commit queue
+// (as the feed reads them), so that no DefaultTTL change not yet durable
+// decides what is dropped.
+func (c *Container) feedNeeded(ctx context.Context) (*feedKeep, error) {
 	c.mu.RLock()
 	retention := c.props.ChangeFeedRetention
 	c.mu.RUnlock()
 	if retention <= 0 {
 		return nil, nil
 	}
-	src, err := c.feedSnapshot(math.MaxUint64)
+	f, err := c.feedFrontier(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := f.fT
+	src, err := c.feedSnapshot(f)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +164,10 @@ func (c *Container) feedNeeded(now int64) (*feedKeep, error) {
 			}
 		}
 	}
-	k := &feedKeep{need: make(map[verKey]bool), perFile: make(map[uint32]fileKeep)}
+	k := &feedKeep{need: make(map[verKey]bool), perFile: make(map[uint32]fileKeep), known: make(map[uint32]bool), below: f.fS}
+	for n := range src.files {
+		k.known[n] = true
+	}
 	for i := range vs {
 		if !need[i] {
 			continue

@@ -378,3 +378,86 @@ func next2(t *testing.T, ch <-chan engine.Change) engine.Change {
 	}
 	return engine.Change{}
 }
+
+func TestFeedRetentionCompaction(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock(t0)
+	db := openTest(t, t.TempDir(), clk, func(o *engine.Options) {
+		o.SealThreshold = 16 << 10
+		o.CompactionInterval = 5 * time.Millisecond
+	})
+	defer db.Close()
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(-1), ChangeFeedRetention: 10 * time.Second})
+	plain := mustCreateContainer(t, db, engine.ContainerProperties{ID: "plain", DefaultTTL: engine.TTL(-1)})
+	pad := strings.Repeat("x", 200)
+	const items, versions = 20, 30
+	for v := range versions {
+		for i := range items {
+			doc := fmt.Sprintf(`{"id":"i%d","v":%d,"pad":%q,"ttl":%d}`, i, v, pad, 1000+v)
+			for _, k := range []*engine.Container{c, plain} {
+				if _, err := k.Upsert(ctx, []byte(doc)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if v%10 == 9 {
+			clk.Advance(1)
+		}
+	}
+	for _, k := range []*engine.Container{c, plain} {
+		if err := k.Delete(ctx, "i0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // background seals and compactions
+	got := readFeed(t, c, engine.AllVersionsAndDeletes, "")
+	if want := items*versions + 1; len(got) != want {
+		t.Fatalf("%d changes, want %d", len(got), want)
+	}
+	checkFeedShape(t, got)
+	m := c.Metrics()
+	if m.FeedRetainedBytes < int64(items*(versions-1)*200) {
+		t.Fatalf("FeedRetainedBytes %d: the old versions are not counted", m.FeedRetainedBytes)
+	}
+	if err := c.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again := readFeed(t, c, engine.AllVersionsAndDeletes, ""); fmt.Sprint(again) != fmt.Sprint(got) {
+		t.Fatal("Compact within the retention changed the feed")
+	}
+	last := got[len(got)-1]
+
+	// Past the retention, compaction reclaims the old versions: the
+	// container takes the space of one without a feed.
+	clk.Advance(20)
+	for _, k := range []*engine.Container{c, plain} {
+		if err := k.Compact(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, mp := c.Metrics(), plain.Metrics()
+	if m.FeedRetainedBytes != 0 {
+		t.Errorf("FeedRetainedBytes %d past the retention", m.FeedRetainedBytes)
+	}
+	if m.LiveBytes != mp.LiveBytes || float64(m.DiskBytes) > 1.2*float64(mp.DiskBytes) {
+		t.Errorf("past the retention: live %d disk %d; without a feed: live %d disk %d", m.LiveBytes, m.DiskBytes, mp.LiveBytes, mp.DiskBytes)
+	}
+	if rest := readFeed(t, c, engine.AllVersionsAndDeletes, ""); len(rest) != 0 {
+		t.Errorf("past the retention: %v", feedLines(rest))
+	}
+	// A change now replaces a version older than the retention: its
+	// PreviousLSN is that version's LSN as the feed reported it.
+	if _, err := c.Upsert(ctx, []byte(`{"id":"i5"}`)); err != nil {
+		t.Fatal(err)
+	}
+	rest := readFeed(t, c, engine.AllVersionsAndDeletes, "")
+	var prev engine.Change
+	for _, ch := range got {
+		if ch.ID == "i5" {
+			prev = ch
+		}
+	}
+	if len(rest) != 1 || rest[0].Op != engine.ChangeReplace || rest[0].PreviousLSN != prev.LSN || rest[0].LSN <= last.LSN {
+		t.Fatalf("replace of i5: %+v (its previous version %d, last change %d)", rest, prev.LSN, last.LSN)
+	}
+}

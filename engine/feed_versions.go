@@ -52,16 +52,17 @@ func (s *feedSource) release() {
 }
 
 // feedSnapshot collects the container's stored versions with a seq below
-// below: the records of its segment files (from their index blocks, not
-// their data) and of its memtables.
-func (c *Container) feedSnapshot(below uint64) (*feedSource, error) {
+// the frontier's: the records of its segment files (from their index
+// blocks, not their data) and of its memtables.
+func (c *Container) feedSnapshot(f feedFrontier) (*feedSource, error) {
+	below := f.fS
 	c.mu.RLock()
 	if c.deleted {
 		c.mu.RUnlock()
 		return nil, c.notFound()
 	}
-	s := &feedSource{files: make(map[uint32]*segFile, len(c.files)), history: c.history,
-		marks: c.feed.marks, retention: c.props.ChangeFeedRetention}
+	s := &feedSource{files: make(map[uint32]*segFile, len(c.files)), history: f.history,
+		marks: f.marks, retention: c.props.ChangeFeedRetention}
 	for n, f := range c.files {
 		f.acquire()
 		s.files[n] = f
@@ -151,28 +152,33 @@ type derivation struct {
 // (fT, fS): every write with a seq below fS, and every expiry by instant fT.
 //
 // Per item, in seq order: a put is a create unless the version before it
-// was a put still live at its _ts (then a replace of it); a tombstone is a
-// delete of the version before it if that one was live at its _ts, and
-// nothing otherwise (a tombstone that compaction left of an expired
-// version); a put expires at its expiry instant under the policy history if
-// no write of the item came before that instant.
+// was a put still live when it was written (its expiry, if any, has a
+// greater key), and then a replace of it; a tombstone is a delete of the
+// version before it if that one was live, and nothing otherwise (a
+// tombstone that compaction left of an expired version); a put expires at
+// its expiry instant under the policy history unless the next write of the
+// item comes first.
 func deriveChanges(s *feedSource, fT int64, fS uint64) (derivation, error) {
 	vs := s.versions
 	d := derivation{nextDue: policy.Never}
-	expires := make([]int64, len(vs))
+	// expiries[i] is the key of version i's expiry, T policy.Never if none.
+	expiries := make([]feedKey, len(vs))
 	for i := range vs {
 		v := &vs[i]
-		expires[i] = policy.Never
+		expiries[i] = feedKey{T: policy.Never, Class: classExpiry, V: v.seq, ID: v.id}
 		if v.op == segment.OpPut {
-			expires[i] = s.history.ExpiresAt(v.ts, v.ttl)
+			expiries[i].T, expiries[i].S = expirySeq(s, v)
 		}
+	}
+	for i := range vs {
+		v := &vs[i]
 		first := i == 0 || vs[i-1].id != v.id
 		last := i+1 == len(vs) || vs[i+1].id != v.id
+		wk := feedKey{T: v.ts, S: v.seq, Class: classWrite, V: v.seq, ID: v.id}
 		prev := -1
-		if !first && vs[i-1].op == segment.OpPut && expires[i-1] > v.ts {
+		if !first && vs[i-1].op == segment.OpPut && compareFeedKeys(&expiries[i-1], &wk) > 0 {
 			prev = i - 1 // live when v was written
 		}
-		wk := feedKey{T: v.ts, S: v.seq, Class: classWrite, V: v.seq, ID: v.id}
 		switch {
 		case v.op == segment.OpPut && prev < 0:
 			d.changes = append(d.changes, feedChange{key: wk, op: ChangeCreate, ver: i, prev: -1, anchor: -1})
@@ -181,31 +187,48 @@ func deriveChanges(s *feedSource, fT int64, fS uint64) (derivation, error) {
 		case prev >= 0:
 			d.changes = append(d.changes, feedChange{key: wk, op: ChangeDelete, ver: i, prev: prev, anchor: -1})
 		}
-		e := expires[i]
-		if e == policy.Never || (!last && vs[i+1].ts < e) {
-			continue // never expires, or written again (or deleted) before
-		}
-		if e > fT {
-			d.nextDue = min(d.nextDue, e)
+		ek := &expiries[i]
+		if ek.T == policy.Never {
 			continue
 		}
-		d.changes = append(d.changes, feedChange{key: feedKey{T: e, S: expirySeq(s, v, e), Class: classExpiry, V: v.seq, ID: v.id},
-			op: ChangeDelete, expired: true, ver: i, prev: i, anchor: -1})
+		if !last {
+			nk := feedKey{T: vs[i+1].ts, S: vs[i+1].seq, Class: classWrite, V: vs[i+1].seq, ID: v.id}
+			if compareFeedKeys(&nk, ek) < 0 {
+				continue // written again (or deleted) before it expired
+			}
+		}
+		if ek.T > fT {
+			d.nextDue = min(d.nextDue, ek.T)
+			continue
+		}
+		d.changes = append(d.changes, feedChange{key: *ek, op: ChangeDelete, expired: true, ver: i, prev: i, anchor: -1})
 	}
 	slices.SortFunc(d.changes, func(a, b feedChange) int { return compareFeedKeys(&a.key, &b.key) })
 	return d, assignLSNs(&d, vs, fS)
 }
 
-// expirySeq is the S of the key of v's expiry at e: the journal position of
-// the DefaultTTL change that expired v, if one did (v was not expired by e
-// under the changes before e), else 0.
-func expirySeq(s *feedSource, v *feedVersion, e int64) uint64 {
+// expirySeq is the S of the key of v's expiry at e: the journal position
+// of the DefaultTTL change that expired v, if one did (e is that change's
+// instant), else 0. Several changes may share an instant: the marks of an
+// instant are in the order of its history entries (but the first entry,
+// the container's creation, which expires nothing at once).
+func expirySeq(s *feedSource, v *feedVersion) (int64, uint64) {
 	h := s.history
-	k := sort.Search(len(h), func(i int) bool { return h[i].At >= e })
-	if k == 0 || k == len(h) || h[:k].ExpiresAt(v.ts, v.ttl) == e {
-		return 0
+	e, i := h.ExpiryCause(v.ts, v.ttl)
+	if i <= 0 || e != h[i].At {
+		return e, 0
 	}
-	return markSeq(s.marks, e)
+	first := sort.Search(len(h), func(j int) bool { return h[j].At >= e })
+	nth := i - max(first, 1)
+	for _, m := range s.marks {
+		if m.At == e {
+			if nth == 0 {
+				return e, m.Seq
+			}
+			nth--
+		}
+	}
+	return e, 0
 }
 
 // assignLSNs gives each change its LSN and PreviousLSN, and each expiry its

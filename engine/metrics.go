@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"github.com/ebbdb/ebb/index"
@@ -55,7 +56,7 @@ func (c *Container) Metrics() Metrics {
 	c.settleExpiries()
 	shared := c.db.sharedDiskBytes(c.num)
 	var retained int64
-	if keep, err := c.feedNeeded(now); err == nil && keep != nil {
+	if keep, err := c.feedNeeded(context.Background()); err == nil && keep != nil {
 		retained = keep.bytes
 	}
 	// The rest only reads (the expired set may be long): writers need not wait.
