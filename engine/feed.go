@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
+	"github.com/ebbdb/ebb/engine/internal/feedlog"
 	"github.com/ebbdb/ebb/policy"
 )
 
@@ -139,9 +140,9 @@ func (c *Container) ChangeFeed(ctx context.Context, opts ChangeFeedOptions) iter
 			yield(Change{}, fmt.Errorf("ebb: change feed of container %q: unknown mode %d", c.id, opts.Mode))
 			return
 		}
-		var after *feedKey
+		var after *feedlog.Key
 		if opts.Continuation != "" {
-			k, err := parseFeedToken(opts.Continuation, c.num)
+			k, err := feedlog.ParseToken(opts.Continuation, c.num)
 			if err != nil {
 				yield(Change{}, fmt.Errorf("ebb: change feed of container %q: %w", c.id, err))
 				return
@@ -203,7 +204,7 @@ func (c *Container) ChangeFeed(ctx context.Context, opts ChangeFeedOptions) iter
 // instant of the next expiry to come (policy.Never: none), when a follower
 // must read again.
 type feedPage struct {
-	keys    []feedKey
+	keys    []feedlog.Key
 	load    func(i int) (ch Change, ok bool, err error)
 	release func()
 	nextDue int64
@@ -285,14 +286,3 @@ func (f *feedState) markTTLChange(changed bool, at int64, seq uint64, cutoff int
 // marksLocked is a copy of the marks for the MANIFEST; the container's lock
 // is held.
 func (f *feedState) marksLocked() []dbfile.FeedMark { return slices.Clone(f.marks) }
-
-// markSeq is the journal position of the DefaultTTL change that took
-// effect at instant at, or 0 when none is recorded.
-func markSeq(marks []dbfile.FeedMark, at int64) uint64 {
-	for _, m := range marks {
-		if m.At == at {
-			return m.Seq
-		}
-	}
-	return 0
-}

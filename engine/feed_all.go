@@ -6,14 +6,13 @@ import (
 	"fmt"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
-	"github.com/ebbdb/ebb/engine/internal/docfmt"
+	"github.com/ebbdb/ebb/engine/internal/feedlog"
 	"github.com/ebbdb/ebb/policy"
-	"github.com/ebbdb/ebb/segment"
 )
 
 // allVersionsPass reads the AllVersionsAndDeletes feed after the key after
 // (nil: from the start of the retention).
-func (c *Container) allVersionsPass(ctx context.Context, after *feedKey) (feedPage, error) {
+func (c *Container) allVersionsPass(ctx context.Context, after *feedlog.Key) (feedPage, error) {
 	if err := c.db.usable(); err != nil {
 		return feedPage{}, err
 	}
@@ -35,40 +34,40 @@ func (c *Container) allVersionsPass(ctx context.Context, after *feedKey) (feedPa
 	if err != nil {
 		return feedPage{}, err
 	}
-	cutoff := feedCutoff(fT, src.retention)
+	cutoff := feedlog.Cutoff(fT, src.retention)
 	if after != nil && after.T < cutoff {
 		src.release()
 		return feedPage{}, fmt.Errorf("%w: the continuation is at %d, older than the retention of %v (changes before %d may be gone)",
 			ErrFeedRetention, after.T, src.retention, cutoff)
 	}
-	d, err := deriveChanges(src, fT, fS)
+	d, err := feedlog.Derive(&src.Source, fT, fS)
 	if err != nil {
 		src.release()
 		return feedPage{}, err
 	}
-	var chs []*feedChange
-	p := feedPage{nextDue: d.nextDue, release: src.release}
-	for i := range d.changes {
-		ch := &d.changes[i]
-		if ch.key.T < cutoff || (after != nil && compareFeedKeys(&ch.key, after) <= 0) {
+	var chs []*feedlog.Change
+	p := feedPage{nextDue: d.NextDue, release: src.release}
+	for i := range d.Changes {
+		ch := &d.Changes[i]
+		if ch.Key.T < cutoff || (after != nil && feedlog.Compare(&ch.Key, after) <= 0) {
 			continue
 		}
 		chs = append(chs, ch)
-		p.keys = append(p.keys, ch.key)
+		p.keys = append(p.keys, ch.Key)
 	}
 	p.load = func(i int) (Change, bool, error) {
 		ch := chs[i]
-		out := Change{Op: ch.op, ID: ch.key.ID, LSN: ch.lsn, PreviousLSN: ch.prevLSN, TS: ch.key.T, TTLExpired: ch.expired,
-			Continuation: ch.key.token(c.num)}
-		if ch.expired {
+		out := Change{Op: ChangeOp(ch.Op), ID: ch.Key.ID, LSN: ch.LSN, PreviousLSN: ch.PrevLSN, TS: ch.Key.T, TTLExpired: ch.Expired,
+			Continuation: ch.Key.Token(c.num)}
+		if ch.Expired {
 			// As for any answer that relies on an item having expired:
 			// no crash and no wall clock found behind can take it back.
-			c.db.observeExpiry(ch.key.T)
+			c.db.observeExpiry(ch.Key.T)
 		}
-		if ch.op == ChangeDelete {
+		if ch.Op == feedlog.OpDelete {
 			return out, true, nil
 		}
-		body, err := src.body(&src.versions[ch.ver])
+		body, err := src.body(&src.Versions[ch.Ver])
 		if err != nil {
 			return Change{}, false, err
 		}
@@ -76,26 +75,6 @@ func (c *Container) allVersionsPass(ctx context.Context, after *feedKey) (feedPa
 		return out, true, nil
 	}
 	return p, nil
-}
-
-// body renders version v's body as Read returns it.
-func (s *feedSource) body(v *feedVersion) ([]byte, error) {
-	rec := v.mem
-	if rec == nil {
-		f := s.files[v.file]
-		if f == nil {
-			return nil, fmt.Errorf("item %q seq %d: segment %d is not open: %w", v.id, v.seq, v.file, ErrCorrupt)
-		}
-		rec = &segment.Record{ID: v.id}
-		if err := f.r.Get(v.h, rec); err != nil {
-			return nil, fmt.Errorf("read item %q seq %d: %w", v.id, v.seq, err)
-		}
-		if rec.ID != v.id || rec.Seq != v.seq || rec.Op != segment.OpPut {
-			return nil, fmt.Errorf("item %q: segment %d block %d offset %d holds %s %q seq %d, not seq %d: %w",
-				v.id, v.file, v.h.Block, v.h.Off, rec.Op, rec.ID, rec.Seq, v.seq, ErrCorrupt)
-		}
-	}
-	return docfmt.Render(nil, rec.Body, rec.TS, docfmt.ETag(rec.Seq)), nil
 }
 
 // feedFrontier is the frontier of c's feed now: the engine's clock fT and

@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 
+	"github.com/ebbdb/ebb/engine/internal/feedlog"
 	"github.com/ebbdb/ebb/index"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
@@ -11,7 +12,7 @@ import (
 // latestPass reads the LatestVersion feed after the key after (nil: from
 // the start): the live items, each at its newest version, in key order.
 // The index holds only applied writes, which are durable (with fsync on).
-func (c *Container) latestPass(after *feedKey) (feedPage, error) {
+func (c *Container) latestPass(after *feedlog.Key) (feedPage, error) {
 	if err := c.db.usable(); err != nil {
 		return feedPage{}, err
 	}
@@ -25,7 +26,7 @@ func (c *Container) latestPass(after *feedKey) (feedPage, error) {
 	c.mu.RUnlock()
 	slices.SortFunc(snap, func(a, b index.Slot) int {
 		ka, kb := slotKey(&a), slotKey(&b)
-		return compareFeedKeys(&ka, &kb)
+		return feedlog.Compare(&ka, &kb)
 	})
 	p := feedPage{nextDue: policy.Never}
 	var lsns []uint64
@@ -38,10 +39,10 @@ func (c *Container) latestPass(after *feedKey) (feedPage, error) {
 			rank = 0
 		}
 		k := slotKey(s)
-		if after != nil && compareFeedKeys(&k, after) <= 0 {
+		if after != nil && feedlog.Compare(&k, after) <= 0 {
 			continue
 		}
-		lsn, err := writeLSN(s.Seq, rank)
+		lsn, err := feedlog.WriteLSN(s.Seq, rank)
 		if err != nil {
 			return feedPage{}, err
 		}
@@ -64,12 +65,12 @@ func (c *Container) latestPass(after *feedKey) (feedPage, error) {
 			return Change{}, false, nil
 		}
 		it := makeItem(&rec, expires)
-		return Change{Op: ChangeReplace, ID: k.ID, LSN: lsns[i], TS: rec.TS, Body: it.Body, Continuation: k.token(c.num)}, true, nil
+		return Change{Op: ChangeReplace, ID: k.ID, LSN: lsns[i], TS: rec.TS, Body: it.Body, Continuation: k.Token(c.num)}, true, nil
 	}
 	return p, nil
 }
 
 // slotKey is the feed key of the write that made slot s's version.
-func slotKey(s *index.Slot) feedKey {
-	return feedKey{T: s.TS, S: s.Seq, Class: classWrite, V: s.Seq, ID: s.ID}
+func slotKey(s *index.Slot) feedlog.Key {
+	return feedlog.Key{T: s.TS, S: s.Seq, Class: feedlog.ClassWrite, V: s.Seq, ID: s.ID}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ebbdb/ebb/engine/internal/feedlog"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -16,19 +17,9 @@ import (
 // changes from, for the changes younger than the retention, and nothing
 // more (feedNeeded).
 
-// feedCutoff is the instant from which changes are kept at now under
-// retention r: now minus r in whole seconds (rounded up). With retention off
-// it is math.MaxInt64: nothing is kept for the feed.
-func feedCutoff(now int64, r time.Duration) int64 {
-	if r <= 0 {
-		return math.MaxInt64
-	}
-	secs := int64((r + time.Second - 1) / time.Second)
-	if now < math.MinInt64+secs {
-		return math.MinInt64
-	}
-	return now - secs
-}
+// feedCutoff is feedlog.Cutoff: the instant from which changes are kept at
+// now under retention r (math.MaxInt64 with retention off).
+func feedCutoff(now int64, r time.Duration) int64 { return feedlog.Cutoff(now, r) }
 
 // pruneHistory shortens the policy history h as policy.History.Prune does,
 // but keeps every entry from cutoff on as it is: the feed derives the
@@ -113,53 +104,53 @@ func (c *Container) feedNeeded(ctx context.Context) (*feedKeep, error) {
 		return nil, err
 	}
 	defer src.release()
-	vs := src.versions
-	d, err := deriveChanges(src, now, lsnMaxSeq+1)
+	vs := src.Versions
+	d, err := feedlog.Derive(&src.Source, now, feedlog.LSNMaxSeq+1)
 	if err != nil {
 		return nil, err
 	}
-	cutoff := feedCutoff(now, retention)
+	cutoff := feedlog.Cutoff(now, retention)
 	need := make([]bool, len(vs))
 	// Gaps: the expiries after one anchor, kept whole.
-	for j := 0; j < len(d.changes); {
-		ch := &d.changes[j]
-		if ch.key.Class == classWrite {
-			if ch.key.T >= cutoff {
-				need[ch.ver] = true
-				if ch.prev >= 0 {
-					need[ch.prev] = true
+	for j := 0; j < len(d.Changes); {
+		ch := &d.Changes[j]
+		if ch.Key.Class == feedlog.ClassWrite {
+			if ch.Key.T >= cutoff {
+				need[ch.Ver] = true
+				if ch.Prev >= 0 {
+					need[ch.Prev] = true
 				}
 			}
 			j++
 			continue
 		}
 		end := j
-		keepGap := j >= d.openGap
-		for ; end < len(d.changes) && d.changes[end].key.Class == classExpiry; end++ {
-			keepGap = keepGap || d.changes[end].key.T >= cutoff
+		keepGap := j >= d.OpenGap
+		for ; end < len(d.Changes) && d.Changes[end].Key.Class == feedlog.ClassExpiry; end++ {
+			keepGap = keepGap || d.Changes[end].Key.T >= cutoff
 		}
 		if keepGap {
-			need[ch.anchor] = true
-			for _, e := range d.changes[j:end] {
-				need[e.ver] = true
+			need[ch.Anchor] = true
+			for _, e := range d.Changes[j:end] {
+				need[e.Ver] = true
 			}
 		}
 		j = end
 	}
 	for i := range vs {
-		last := i+1 == len(vs) || vs[i+1].id != vs[i].id
-		if last && vs[i].op == segment.OpPut && src.history.ExpiresAt(vs[i].ts, vs[i].ttl) > now {
+		last := i+1 == len(vs) || vs[i+1].ID != vs[i].ID
+		if last && vs[i].Op == segment.OpPut && src.History.ExpiresAt(vs[i].TS, vs[i].TTL) > now {
 			need[i] = true
 		}
 	}
 	// Batch closure: a needed version's batch-mates.
 	bySeq := make(map[uint64][]int)
 	for i := range vs {
-		bySeq[vs[i].seq] = append(bySeq[vs[i].seq], i)
+		bySeq[vs[i].Seq] = append(bySeq[vs[i].Seq], i)
 	}
 	for i := range vs {
 		if need[i] {
-			for _, m := range bySeq[vs[i].seq] {
+			for _, m := range bySeq[vs[i].Seq] {
 				need[m] = true
 			}
 		}
@@ -173,17 +164,17 @@ func (c *Container) feedNeeded(ctx context.Context) (*feedKeep, error) {
 			continue
 		}
 		v := &vs[i]
-		k.need[verKey{v.id, v.seq}] = true
-		last := i+1 == len(vs) || vs[i+1].id != v.id
-		if last && v.op == segment.OpPut && src.history.ExpiresAt(v.ts, v.ttl) > now {
+		k.need[verKey{v.ID, v.Seq}] = true
+		last := i+1 == len(vs) || vs[i+1].ID != v.ID
+		if last && v.Op == segment.OpPut && src.History.ExpiresAt(v.TS, v.TTL) > now {
 			continue // live: counted by the index
 		}
-		k.bytes += int64(v.size)
-		if v.mem == nil {
-			fk := k.perFile[v.file]
+		k.bytes += int64(v.Size)
+		if at := src.locs[v.Ref]; at.mem == nil {
+			fk := k.perFile[at.file]
 			fk.records++
-			fk.bytes += int64(v.size)
-			k.perFile[v.file] = fk
+			fk.bytes += int64(v.Size)
+			k.perFile[at.file] = fk
 		}
 	}
 	return k, nil

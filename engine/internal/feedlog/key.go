@@ -1,4 +1,9 @@
-package engine
+// Package feedlog is what the engine's change feed and the offline tools
+// (ebb feed) share: the order of a container's changes, their LSNs and
+// continuation tokens (key.go), and the derivation of the changes from an
+// item's stored versions and the container's policy history (derive.go).
+// It does no I/O.
+package feedlog
 
 import (
 	"cmp"
@@ -33,31 +38,32 @@ import (
 //
 // The LSN is a uint64 that grows with the key and is fixed by the stored
 // versions, so that it is the same in every read of the feed, after a
-// restart or a crash too. A write's LSN is seq<<lsnShift | its item's rank
+// restart or a crash too. A write's LSN is seq<<LSNShift | its item's rank
 // by id among its batch's items. An expiry's LSN counts on from the last
-// write before it in the feed (its anchor): anchorSeq<<lsnShift + lsnGap +
+// write before it in the feed (its anchor): anchorSeq<<LSNShift + LSNGap +
 // its rank among the expiries after that anchor. Writes of the container
 // after the anchor have a seq above it, so the expiries fit in between. The
 // limits: seqs below 2^44, and at most 2^19 expiries between two writes of
 // the container with no write to another container between them (beyond
 // it the feed fails rather than repeat an LSN).
 
-// feedKey is a change's place in the feed.
-type feedKey struct {
+// Key is a change's place in the feed.
+type Key struct {
 	T     int64
 	S     uint64
-	Class uint8 // classExpiry or classWrite
+	Class uint8 // ClassExpiry or ClassWrite
 	V     uint64
 	ID    string
 }
 
-// The classes of feedKey: at one (T, S), expiries come first.
+// The classes of Key: at one (T, S), expiries come first.
 const (
-	classExpiry uint8 = 0
-	classWrite  uint8 = 1
+	ClassExpiry uint8 = 0
+	ClassWrite  uint8 = 1
 )
 
-func compareFeedKeys(a, b *feedKey) int {
+// Compare orders keys as the feed does: -1, 0 or +1.
+func Compare(a, b *Key) int {
 	if c := cmp.Compare(a.T, b.T); c != 0 {
 		return c
 	}
@@ -75,28 +81,28 @@ func compareFeedKeys(a, b *feedKey) int {
 
 // LSN layout (see above).
 const (
-	lsnShift  = 20
-	lsnGap    = 1 << 19 // where a seq's expiries start, after its batch's writes
-	lsnMaxSeq = 1<<(64-lsnShift) - 1
+	LSNShift  = 20
+	LSNGap    = 1 << 19 // where a seq's expiries start, after its batch's writes
+	LSNMaxSeq = 1<<(64-LSNShift) - 1
 )
 
-// writeLSN is the LSN of the write of seq whose id has rank in its batch.
-func writeLSN(seq uint64, rank int) (uint64, error) {
-	if seq > lsnMaxSeq || rank >= lsnGap {
+// WriteLSN is the LSN of the write of seq whose id has rank in its batch.
+func WriteLSN(seq uint64, rank int) (uint64, error) {
+	if seq > LSNMaxSeq || rank >= LSNGap {
 		return 0, fmt.Errorf("journal seq %d (batch item %d) is beyond the feed's LSN range", seq, rank)
 	}
-	return seq<<lsnShift | uint64(rank), nil
+	return seq<<LSNShift | uint64(rank), nil
 }
 
-// expiryLSN is the LSN of the rank-th expiry after the write anchor, given
+// ExpiryLSN is the LSN of the rank-th expiry after the write anchor, given
 // that the container's next write after the anchor has a seq of at least
 // limit.
-func expiryLSN(anchor uint64, rank int, limit uint64) (uint64, error) {
-	if anchor > lsnMaxSeq || limit > lsnMaxSeq+1 {
+func ExpiryLSN(anchor uint64, rank int, limit uint64) (uint64, error) {
+	if anchor > LSNMaxSeq || limit > LSNMaxSeq+1 {
 		return 0, fmt.Errorf("journal seq %d is beyond the feed's LSN range", anchor)
 	}
-	lsn := anchor<<lsnShift + lsnGap + uint64(rank)
-	if limit <= lsnMaxSeq && lsn >= limit<<lsnShift {
+	lsn := anchor<<LSNShift + LSNGap + uint64(rank)
+	if limit <= LSNMaxSeq && lsn >= limit<<LSNShift {
 		return 0, fmt.Errorf("%d expiries after journal entry %d, with no write between them: beyond the feed's LSN range", rank+1, anchor)
 	}
 	return lsn, nil
@@ -106,32 +112,32 @@ func expiryLSN(anchor uint64, rank int, limit uint64) (uint64, error) {
 // key's fields, separated by dots, the id in unpadded base64url:
 //
 //	ebbfeed1.<container>.<T>.<S>.<class>.<V>.<base64url(id)>
-const feedTokenPrefix = "ebbfeed1"
+const TokenPrefix = "ebbfeed1"
 
-// errBadToken is wrapped by every continuation parse error.
-var errBadToken = errors.New("malformed continuation token")
+// ErrBadToken is wrapped by every continuation parse error.
+var ErrBadToken = errors.New("malformed continuation token")
 
-func (k *feedKey) token(container uint32) string {
-	return fmt.Sprintf("%s.%d.%d.%d.%d.%d.%s", feedTokenPrefix, container, k.T, k.S, k.Class, k.V,
+func (k *Key) Token(container uint32) string {
+	return fmt.Sprintf("%s.%d.%d.%d.%d.%d.%s", TokenPrefix, container, k.T, k.S, k.Class, k.V,
 		base64.RawURLEncoding.EncodeToString([]byte(k.ID)))
 }
 
-// maxFeedToken bounds a token's length: an id of 255 characters of up to 4
+// MaxToken bounds a token's length: an id of 255 characters of up to 4
 // bytes, in base64, and the numbers.
-const maxFeedToken = 2048
+const MaxToken = 2048
 
-// parseFeedToken decodes a continuation token of container's feed. Its
-// errors wrap errBadToken and say what is wrong.
-func parseFeedToken(s string, container uint32) (feedKey, error) {
-	bad := func(format string, args ...any) (feedKey, error) {
-		return feedKey{}, fmt.Errorf("%w: %s", errBadToken, fmt.Sprintf(format, args...))
+// ParseToken decodes a continuation token of container's feed. Its
+// errors wrap ErrBadToken and say what is wrong.
+func ParseToken(s string, container uint32) (Key, error) {
+	bad := func(format string, args ...any) (Key, error) {
+		return Key{}, fmt.Errorf("%w: %s", ErrBadToken, fmt.Sprintf(format, args...))
 	}
-	if len(s) > maxFeedToken {
-		return bad("%d bytes, more than %d", len(s), maxFeedToken)
+	if len(s) > MaxToken {
+		return bad("%d bytes, more than %d", len(s), MaxToken)
 	}
 	parts := strings.Split(s, ".")
-	if len(parts) != 7 || parts[0] != feedTokenPrefix {
-		return bad("%q does not have the form %s.<container>.<ts>.<seq>.<class>.<version>.<id>", s, feedTokenPrefix)
+	if len(parts) != 7 || parts[0] != TokenPrefix {
+		return bad("%q does not have the form %s.<container>.<ts>.<seq>.<class>.<version>.<id>", s, TokenPrefix)
 	}
 	num, err := strconv.ParseUint(parts[1], 10, 32)
 	if err != nil {
@@ -140,7 +146,7 @@ func parseFeedToken(s string, container uint32) (feedKey, error) {
 	if uint32(num) != container {
 		return bad("it belongs to another container's feed")
 	}
-	var k feedKey
+	var k Key
 	if k.T, err = strconv.ParseInt(parts[2], 10, 64); err != nil {
 		return bad("ts %q is not a number", parts[2])
 	}
@@ -148,7 +154,7 @@ func parseFeedToken(s string, container uint32) (feedKey, error) {
 		return bad("seq %q is not a number", parts[3])
 	}
 	class, err := strconv.ParseUint(parts[4], 10, 8)
-	if err != nil || (uint8(class) != classExpiry && uint8(class) != classWrite) {
+	if err != nil || (uint8(class) != ClassExpiry && uint8(class) != ClassWrite) {
 		return bad("class %q is not 0 or 1", parts[4])
 	}
 	k.Class = uint8(class)
@@ -163,7 +169,7 @@ func parseFeedToken(s string, container uint32) (feedKey, error) {
 		return bad("id is empty or not UTF-8")
 	}
 	k.ID = string(id)
-	if k.Class == classWrite && k.S != k.V {
+	if k.Class == ClassWrite && k.S != k.V {
 		return bad("a write's seq %d and version %d differ", k.S, k.V)
 	}
 	if k.T == math.MinInt64 {
