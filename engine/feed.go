@@ -214,6 +214,10 @@ type feedPage struct {
 // has come: a moved clock sends no signal (an injected one least of all).
 const feedPoll = 20 * time.Millisecond
 
+// feedGather is how long a follower woken by a change waits for more before
+// it reads.
+const feedGather = 2 * time.Millisecond
+
 // feedWait waits until a change may have happened: a signal on wake (a
 // write applied, the container changed or deleted), or the clock reaching
 // due. It returns ctx's error when ctx ends first.
@@ -225,6 +229,13 @@ func (c *Container) feedWait(ctx context.Context, wake <-chan struct{}, due int6
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-wake:
+			// Let a burst of writes gather: each read costs time linear in
+			// what the container holds.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(feedGather):
+			}
 			return nil
 		case <-c.db.quit:
 			return nil // the next read answers ErrClosed
