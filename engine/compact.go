@@ -28,7 +28,11 @@ const relocateChunk = 4096
 // only, reading at most Options.CompactionRate bytes a second. Readers and
 // writers are not blocked while it runs, and what they see never changes
 // because of it.
-func (c *Container) Compact(ctx context.Context) error {
+func (c *Container) Compact(ctx context.Context) error { return c.compact(ctx, true) }
+
+// compact is Compact; forFeed false drops what the change feed's retention
+// would keep too (ResetClock: no expired version may stay on disk).
+func (c *Container) compact(ctx context.Context, forFeed bool) error {
 	db := c.db
 	if err := db.writable(); err != nil {
 		return err
@@ -51,9 +55,11 @@ func (c *Container) Compact(ctx context.Context) error {
 	// background compactor's rate (Options.CompactionRate), so that a
 	// Compact called while the store serves requests does not crowd them
 	// out: it takes longer instead.
-	keep, err := c.feedNeeded(ctx)
-	if err != nil {
-		return fmt.Errorf("ebb: compact container %q: change feed retention: %w", c.ID(), err)
+	var keep *feedKeep
+	if forFeed {
+		if keep, err = c.feedNeeded(ctx); err != nil {
+			return fmt.Errorf("ebb: compact container %q: change feed retention: %w", c.ID(), err)
+		}
 	}
 	if err := c.rewriteLocked(ctx, all, keep, newBudget(db.opts.CompactionRate).wait); err != nil {
 		return err

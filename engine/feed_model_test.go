@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,8 +54,11 @@ func feedModelRun(t *testing.T, seed uint64, steps int) {
 	db, c := open()
 	defer func() { db.Close() }()
 
-	var followed []engine.Change
-	var token string
+	var (
+		fmu      sync.Mutex
+		followed []engine.Change
+		token    string
+	)
 	fctx, stop := context.WithCancel(ctx)
 	follower := make(chan struct{})
 	startFollower := func() {
@@ -67,8 +71,10 @@ func feedModelRun(t *testing.T, seed uint64, steps int) {
 				if err != nil {
 					return
 				}
+				fmu.Lock()
 				followed = append(followed, ch)
 				token = ch.Continuation
+				fmu.Unlock()
 			}
 		}()
 	}
@@ -194,7 +200,12 @@ func feedModelRun(t *testing.T, seed uint64, steps int) {
 	}
 	// The follower catches up, then has seen the feed exactly.
 	deadline := time.Now().Add(5 * time.Second)
-	for len(followed) < len(prev) && time.Now().Before(deadline) {
+	caughtUp := func() bool {
+		fmu.Lock()
+		defer fmu.Unlock()
+		return len(followed) >= len(prev)
+	}
+	for !caughtUp() && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	stopFollower()

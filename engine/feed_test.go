@@ -461,3 +461,37 @@ func TestFeedRetentionCompaction(t *testing.T) {
 		t.Fatalf("replace of i5: %+v (its previous version %d, last change %d)", rest, prev.LSN, last.LSN)
 	}
 }
+
+// A clock reset keeps expiry final with retention on too: the versions
+// the feed kept are removed with the rest, and the feed starts over.
+func TestFeedResetClock(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ahead := newFakeClock(t0 + 1_000_000)
+	db := openTest(t, dir, ahead)
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(-1), ChangeFeedRetention: time.Hour})
+	for _, doc := range []string{`{"id":"a","ttl":5}`, `{"id":"a","ttl":5,"v":2}`, `{"id":"b"}`} {
+		if _, err := c.Upsert(ctx, []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ahead.Advance(10)
+	if n := len(readFeed(t, c, engine.AllVersionsAndDeletes, "")); n != 4 {
+		t.Fatalf("%d changes before the reset", n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wall := newFakeClock(t0)
+	if _, err := engine.ResetClock(dir, &engine.Options{Clock: wall.Now}); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, wall)
+	defer db.Close()
+	c, _ = db.Container("c")
+	if _, err := c.Read(ctx, "a"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("a after the reset: %v", err)
+	}
+	got := readFeed(t, c, engine.LatestVersion, "")
+	sameLines(t, "latest after the reset", feedLines(got), []string{"replace b @1000000"})
+}
