@@ -72,9 +72,10 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 	}
 	files := c.fileStatsLocked(keep)
 	// Records that died in the memtable still hold journal space; a seal
-	// turns them into files that die whole.
+	// turns them into files that die whole. (Not with the change feed's
+	// retention: a seal keeps them all.)
 	memLive := c.idx.Usage(index.MemFile | c.mem.gen).Bytes
-	memDead := c.mem.bytes > 0 && 2*memLive < c.mem.bytes && (memLive == 0 || c.mem.bytes >= minSealFileBytes)
+	memDead := keep == nil && c.mem.bytes > 0 && 2*memLive < c.mem.bytes && (memLive == 0 || c.mem.bytes >= minSealFileBytes)
 	c.mu.Unlock()
 	if memDead {
 		db.kickSeal()
