@@ -111,7 +111,7 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 			c.mu.Unlock()
 			return fmt.Errorf("%w: container %q: SetProperties cannot change the id to %q", ErrInvalidProperties, c.id, props.ID)
 		}
-		old, oldHistory, oldMarks := c.props, c.history, c.feed.marks
+		old, oldHistory, oldMarks, oldSince := c.props, c.history, c.feed.marks, c.feed.since
 		ttlChanged := !sameTTL(old.DefaultTTL, props.DefaultTTL)
 		if ttlChanged {
 			c.advanceLocked(now) // what expired under the old policy stays expired
@@ -122,6 +122,7 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 			c.history = pruneHistory(c.history.With(now, props.DefaultTTL), feedCutoff(now, props.ChangeFeedRetention))
 		}
 		c.feed.markTTLChange(ttlChanged, now, c.db.jnl.NextSeq(), feedCutoff(now, props.ChangeFeedRetention))
+		c.feed.setRetention(old.ChangeFeedRetention, props.ChangeFeedRetention, now)
 		c.props = props
 		c.mu.Unlock()
 		// The manifest is written before the new policy takes effect, so a
@@ -131,7 +132,7 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		c.db.mu.RUnlock()
 		if err != nil {
 			c.mu.Lock()
-			c.props, c.history, c.feed.marks = old, oldHistory, oldMarks
+			c.props, c.history, c.feed.marks, c.feed.since = old, oldHistory, oldMarks, oldSince
 			c.mu.Unlock()
 			return err
 		}
@@ -462,7 +463,7 @@ func (c *Container) metaLocked() dbfile.ContainerMeta {
 	defer c.mu.RUnlock()
 	m := dbfile.ContainerMeta{Num: c.num, ID: c.id, Indexing: uint8(c.props.Indexing), History: dbfile.FromHistory(c.history),
 		Included: c.props.IncludedPaths, Excluded: c.props.ExcludedPaths,
-		FeedRetention: int64(c.props.ChangeFeedRetention), FeedMarks: c.feed.marksLocked()}
+		FeedRetention: int64(c.props.ChangeFeedRetention), FeedMarks: c.feed.marksLocked(), FeedSince: c.feed.since}
 	for n, f := range c.files {
 		m.Files = append(m.Files, n)
 		for h := range f.hides {

@@ -255,6 +255,29 @@ type feedState struct {
 	// marks are the DefaultTTL changes the feed may still report (guarded
 	// by the container's lock): where in the journal each took effect.
 	marks []dbfile.FeedMark
+	// since is the first instant the feed covers when retention was turned
+	// on after the container's creation, else 0 (guarded by the
+	// container's lock).
+	since int64
+}
+
+// setRetention notes a change of the retention from old to r at now (the
+// container's lock is held): turned on, the feed covers the changes from
+// the next second on, the versions before were not kept; turned off, it
+// forgets.
+func (f *feedState) setRetention(old, r time.Duration, now int64) {
+	switch {
+	case r <= 0:
+		f.since = 0
+	case old <= 0:
+		f.since = now + 1
+	}
+}
+
+// feedFloor is the first instant the feed covers at now: the retention's
+// cutoff, or since when later.
+func feedFloor(now int64, r time.Duration, since int64) int64 {
+	return max(feedlog.Cutoff(now, r), since)
 }
 
 // waiter returns a channel that notify closes.

@@ -34,7 +34,7 @@ func (c *Container) allVersionsPass(ctx context.Context, after *feedlog.Key) (fe
 	if err != nil {
 		return feedPage{}, err
 	}
-	cutoff := feedlog.Cutoff(fT, src.retention)
+	cutoff := feedFloor(fT, src.retention, f.since)
 	if after != nil && after.T < cutoff {
 		src.release()
 		return feedPage{}, fmt.Errorf("%w: the continuation is at %d, older than the retention of %v (changes before %d may be gone)",
@@ -90,13 +90,14 @@ type feedFrontier struct {
 	fS      uint64
 	history policy.History
 	marks   []dbfile.FeedMark
+	since   int64
 }
 
 func (c *Container) feedFrontier(ctx context.Context) (feedFrontier, error) {
 	var f feedFrontier
 	take := func(now int64, next uint64) {
 		c.mu.RLock()
-		f = feedFrontier{fT: now, fS: next, history: c.history, marks: c.feed.marks}
+		f = feedFrontier{fT: now, fS: next, history: c.history, marks: c.feed.marks, since: c.feed.since}
 		c.mu.RUnlock()
 	}
 	err := c.db.control(ctx, func(now int64) error {

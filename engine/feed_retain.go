@@ -109,7 +109,7 @@ func (c *Container) feedNeeded(ctx context.Context) (*feedKeep, error) {
 	if err != nil {
 		return nil, err
 	}
-	cutoff := feedlog.Cutoff(now, retention)
+	cutoff := feedFloor(now, retention, f.since)
 	need := make([]bool, len(vs))
 	// Gaps: the expiries after one anchor, kept whole.
 	for j := 0; j < len(d.Changes); {

@@ -506,3 +506,58 @@ func TestFeedResetClock(t *testing.T) {
 	got := readFeed(t, c, engine.LatestVersion, "")
 	sameLines(t, "latest after the reset", feedLines(got), []string{"replace b @1000000"})
 }
+
+// Turning retention on for a container that has items: the feed covers the
+// changes from the next second on (what came before was not kept).
+func TestFeedRetentionTurnedOn(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := newFakeClock(t0)
+	db := openTest(t, dir, clk)
+	defer func() { db.Close() }()
+	props := engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(-1)}
+	c := mustCreateContainer(t, db, props)
+	for _, doc := range []string{`{"id":"a"}`, `{"id":"a","v":2}`, `{"id":"b","ttl":3}`} {
+		if _, err := c.Upsert(ctx, []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(1)
+	props.ChangeFeedRetention = time.Hour
+	if err := c.SetProperties(ctx, props); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Upsert(ctx, []byte(`{"id":"a","v":3}`)); err != nil { // same second: not covered
+		t.Fatal(err)
+	}
+	clk.Advance(1)
+	if _, err := c.Upsert(ctx, []byte(`{"id":"a","v":4}`)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(1) // b expires
+	want := []string{"replace a @2", expiredLine("b", 3)}
+	got := readFeed(t, c, engine.AllVersionsAndDeletes, "")
+	sameLines(t, "feed", feedLines(got), want)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, clk)
+	c, _ = db.Container("c")
+	again := readFeed(t, c, engine.AllVersionsAndDeletes, "")
+	sameLines(t, "feed after reopen", feedLines(again), want)
+	if c.Properties().ChangeFeedRetention != time.Hour {
+		t.Fatalf("retention after reopen: %v", c.Properties().ChangeFeedRetention)
+	}
+	props.ChangeFeedRetention = 0
+	if err := c.SetProperties(ctx, props); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range c.ChangeFeed(ctx, engine.ChangeFeedOptions{Mode: engine.AllVersionsAndDeletes}) {
+		if !errors.Is(err, engine.ErrFeedRetention) {
+			t.Fatalf("retention turned off: %v", err)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func (db *DB) recover() error {
 			return fmt.Errorf("ebb: manifest: container %q: change feed retention %d is negative: %w", cm.ID, cm.FeedRetention, ErrCorrupt)
 		}
 		c := newContainer(db, cm.Num, props, h)
-		c.feed.marks = cm.FeedMarks
+		c.feed.marks, c.feed.since = cm.FeedMarks, cm.FeedSince
 		db.mu.containers[cm.ID] = c
 		db.mu.byNum[cm.Num] = c
 		for _, num := range cm.Files {

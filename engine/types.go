@@ -54,7 +54,9 @@ type ContainerProperties struct {
 	// that ChangeFeed's AllVersionsAndDeletes mode reads are kept (counted
 	// back from now, in whole seconds, rounded up); 0 turns that mode off
 	// and keeps only what reads need, as without a change feed. It cannot be
-	// negative. The LatestVersion mode works either way.
+	// negative. Turned on for a container that has items, the feed covers
+	// the changes from the next second on. The LatestVersion mode works
+	// either way.
 	ChangeFeedRetention time.Duration
 }
 

@@ -103,7 +103,7 @@ func Feed(dir string, opts FeedOptions) (*FeedPage, error) {
 	if retention <= 0 {
 		return nil, fmt.Errorf("ebb: change feed of container %q: all versions and deletes need the change feed retention, which is off", cm.ID)
 	}
-	cutoff := feedlog.Cutoff(now, retention)
+	cutoff := max(feedlog.Cutoff(now, retention), cm.FeedSince)
 	if after != nil && after.T < cutoff {
 		return nil, fmt.Errorf("ebb: change feed of container %q: the continuation is at %d, older than the retention of %v (changes before %d may be gone)",
 			cm.ID, after.T, retention, cutoff)

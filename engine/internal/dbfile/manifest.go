@@ -58,6 +58,10 @@ type ContainerMeta struct {
 	// FeedRetention is ContainerProperties.ChangeFeedRetention in
 	// nanoseconds; absent (0) when off.
 	FeedRetention int64 `msgpack:"feedRetention,omitempty"`
+	// FeedSince is the first instant the change feed covers when retention
+	// was turned on for a container that had it off (the versions before
+	// were not kept); 0 when it was on from the container's creation.
+	FeedSince int64 `msgpack:"feedSince,omitempty"`
 	// FeedMarks records, for each DefaultTTL change the container's change
 	// feed may still report, the instant it took effect and the journal
 	// position (the next seq) at that moment; absent when none.
