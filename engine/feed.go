@@ -16,12 +16,14 @@ import (
 // The change feed: a container's changes read back in order (Container.ChangeFeed).
 //
 // Nothing is written for it. In LatestVersion mode the feed is the index's
-// live items ordered by their position. In AllVersionsAndDeletes mode it is
-// derived from the stored versions of every item (feed_all.go), which the
-// seal and the compactor keep for ChangeFeedRetention (feed_retain.go), and
-// expiries are derived from those versions and the policy history, so that
-// the feed read after a restart or a crash is the one read before. The
-// order, the LSNs and the continuation tokens are in feed_key.go.
+// live items ordered by their position (feed_latest.go). In
+// AllVersionsAndDeletes mode it is derived from the stored versions of
+// every item (feed_versions.go, feed_all.go), which the seal and the
+// compactor keep for ChangeFeedRetention (feed_retain.go), and expiries
+// are derived from those versions and the policy history, so that the feed
+// read after a restart or a crash is the one read before. The order, the
+// LSNs, the continuation tokens and the derivation are in package
+// engine/internal/feedlog, which the offline tools share.
 
 // ChangeFeedMode chooses what a change feed reports.
 type ChangeFeedMode uint8
