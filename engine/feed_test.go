@@ -561,3 +561,38 @@ func TestFeedRetentionTurnedOn(t *testing.T) {
 		}
 	}
 }
+
+// With the real clock, a follower sees an expiry within about feedPoll of
+// its instant (the instant is a whole second: when the clock reaches it).
+func TestFeedFollowExpiryRealClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for expiries in real time")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db, err := engine.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "c", DefaultTTL: engine.TTL(-1), ChangeFeedRetention: time.Hour})
+	all := follow(ctx, c, engine.AllVersionsAndDeletes, "")
+	for i, ttl := range []int{1, 2} {
+		if _, err := c.Upsert(ctx, fmt.Appendf(nil, `{"id":"x%d","ttl":%d}`, i, ttl)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var delays []time.Duration
+	for len(delays) < 2 {
+		ch := next(t, all, 5*time.Second)
+		if ch.TTLExpired {
+			delays = append(delays, time.Since(time.Unix(ch.TS, 0)))
+		}
+	}
+	t.Logf("expiries seen %v after their instants", delays)
+	for _, d := range delays {
+		if d > 250*time.Millisecond {
+			t.Errorf("an expiry seen %v after its instant", d)
+		}
+	}
+}
