@@ -61,7 +61,7 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 	}
 	c.advanceLocked(now)
 	c.mu.Unlock()
-	keep, err := c.feedNeeded(ctx)
+	keep, err := c.feedNeededCached(ctx)
 	if err != nil {
 		return err
 	}

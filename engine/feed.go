@@ -261,6 +261,11 @@ type feedState struct {
 	// on after the container's creation, else 0 (guarded by the
 	// container's lock).
 	since int64
+
+	// keep is what the background compactor last computed the feed needs
+	// (feedNeeded), at keepAt; guarded by mu.
+	keep   *feedKeep
+	keepAt time.Time
 }
 
 // setRetention notes a change of the retention from old to r at now (the

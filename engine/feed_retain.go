@@ -74,6 +74,33 @@ func (k *feedKeep) holds(n uint32) bool {
 	return k != nil && (!k.known[n] || k.perFile[n].records > 0)
 }
 
+// feedKeepMaxAge is how long the background compactor reuses what
+// feedNeeded found, which costs time linear in the container's records.
+// An older answer is safe: it keeps more (the changes that have left the
+// retention since), never less (files sealed since count as needed whole,
+// versions written since as needed, and a newest live version, which a
+// later write may replace, is needed already).
+const feedKeepMaxAge = 5 * time.Second
+
+// feedNeededCached is feedNeeded, reusing an answer up to feedKeepMaxAge
+// old.
+func (c *Container) feedNeededCached(ctx context.Context) (*feedKeep, error) {
+	c.feed.mu.Lock()
+	k, at := c.feed.keep, c.feed.keepAt
+	c.feed.mu.Unlock()
+	if k != nil && time.Since(at) < feedKeepMaxAge {
+		return k, nil
+	}
+	k, err := c.feedNeeded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.feed.mu.Lock()
+	c.feed.keep, c.feed.keepAt = k, time.Now()
+	c.feed.mu.Unlock()
+	return k, nil
+}
+
 // feedNeeded computes what the feed needs kept at now, or nil when the
 // container's retention is off. A version is needed when a change younger
 // than the retention is derived from it (its own, or the one after it,
