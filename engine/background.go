@@ -60,11 +60,22 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 		return nil
 	}
 	c.advanceLocked(now)
-	files := c.fileStatsLocked()
+	c.mu.Unlock()
+	keep, err := c.feedNeededCached(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.deleted {
+		c.mu.Unlock()
+		return nil
+	}
+	files := c.fileStatsLocked(keep)
 	// Records that died in the memtable still hold journal space; a seal
-	// turns them into files that die whole.
+	// turns them into files that die whole. (Not with the change feed's
+	// retention: a seal keeps them all.)
 	memLive := c.idx.Usage(index.MemFile | c.mem.gen).Bytes
-	memDead := c.mem.bytes > 0 && 2*memLive < c.mem.bytes && (memLive == 0 || c.mem.bytes >= minSealFileBytes)
+	memDead := keep == nil && c.mem.bytes > 0 && 2*memLive < c.mem.bytes && (memLive == 0 || c.mem.bytes >= minSealFileBytes)
 	c.mu.Unlock()
 	if memDead {
 		db.kickSeal()
@@ -75,7 +86,7 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 	}
 	db.log.Debug("ebb: compaction plan", "container", c.ID(), "files", len(files), "drop", plan.Drop, "rewrite", plan.Rewrite)
 	db.sealMu.Lock()
-	err := c.dropFilesLocked(plan.Drop)
+	err = c.dropFilesLocked(plan.Drop, keep)
 	db.sealMu.Unlock()
 	if err != nil {
 		return err
@@ -86,7 +97,7 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 		}
 		// Seals may run between groups.
 		db.sealMu.Lock()
-		err := c.rewriteLocked(ctx, group, throttle)
+		err := c.rewriteLocked(ctx, group, keep, throttle)
 		db.sealMu.Unlock()
 		if err != nil {
 			return err
@@ -95,13 +106,22 @@ func (c *Container) compactStep(ctx context.Context, throttle func(context.Conte
 	return nil
 }
 
-// fileStatsLocked describes the container's segment files for the picker; c.mu
-// is held.
-func (c *Container) fileStatsLocked() []compactor.FileStats {
+// fileStatsLocked describes the container's segment files for the picker,
+// counting the records the change feed needs (keep, nil without retention)
+// as live; c.mu is held.
+func (c *Container) fileStatsLocked(keep *feedKeep) []compactor.FileStats {
 	out := make([]compactor.FileStats, 0, len(c.files))
 	for n, f := range c.files {
 		st := f.r.Stats()
 		u := c.idx.Usage(n)
+		switch {
+		case keep == nil:
+		case !keep.known[n]:
+			u.Records, u.Bytes = st.Records, st.RawBytes // sealed since: left alone this time
+		default:
+			u.Records += keep.perFile[n].records
+			u.Bytes += keep.perFile[n].bytes
+		}
 		out = append(out, compactor.FileStats{
 			Num: n, FileBytes: st.FileBytes, RawBytes: st.RawBytes,
 			LiveBytes: u.Bytes, LiveRecords: u.Records, Puts: st.Puts,

@@ -68,7 +68,9 @@ func (db *DB) resetClock() (ClockReset, error) {
 		return res, nil
 	}
 	for _, c := range db.containerList() {
-		if err := c.Compact(ctx); err != nil {
+		// Without what the change feed's retention keeps: the feed starts
+		// over after a reset.
+		if err := c.compact(ctx, false); err != nil {
 			return res, fmt.Errorf("ebb: clock reset: %w", err)
 		}
 	}
@@ -77,6 +79,7 @@ func (db *DB) resetClock() (ClockReset, error) {
 		for _, c := range db.mu.byNum {
 			c.mu.Lock()
 			c.history = policy.History{}.With(wall, c.props.DefaultTTL)
+			c.feed.marks = nil
 			c.mu.Unlock()
 		}
 		db.mu.RUnlock()

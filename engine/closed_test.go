@@ -111,6 +111,17 @@ func checkClosedResults(t *testing.T, out []reflect.Value) {
 			if n != 1 {
 				t.Errorf("iterator yielded %d times, want once (ErrClosed)", n)
 			}
+		case o.Type() == reflect.TypeFor[iter.Seq2[engine.Change, error]]():
+			n := 0
+			for _, err := range o.Interface().(iter.Seq2[engine.Change, error]) {
+				n++
+				if !errors.Is(err, engine.ErrClosed) {
+					t.Errorf("change feed yielded error %v, want ErrClosed", err)
+				}
+			}
+			if n != 1 {
+				t.Errorf("change feed yielded %d times, want once (ErrClosed)", n)
+			}
 		case len(out) == 1 || out[len(out)-1].Type() != errType:
 			// No error result: the documented zero value.
 			if !o.IsZero() {

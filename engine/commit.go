@@ -315,6 +315,7 @@ func (c *Container) apply(r *commitReq) {
 	if c.deleted {
 		return
 	}
+	defer c.feed.notify()
 	r.items = make([]Item, len(r.recs))
 	for i := range r.recs {
 		rec := &r.recs[i]

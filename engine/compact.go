@@ -28,7 +28,11 @@ const relocateChunk = 4096
 // only, reading at most Options.CompactionRate bytes a second. Readers and
 // writers are not blocked while it runs, and what they see never changes
 // because of it.
-func (c *Container) Compact(ctx context.Context) error {
+func (c *Container) Compact(ctx context.Context) error { return c.compact(ctx, true) }
+
+// compact is Compact; forFeed false drops what the change feed's retention
+// would keep too (ResetClock: no expired version may stay on disk).
+func (c *Container) compact(ctx context.Context, forFeed bool) error {
 	db := c.db
 	if err := db.writable(); err != nil {
 		return err
@@ -51,16 +55,23 @@ func (c *Container) Compact(ctx context.Context) error {
 	// background compactor's rate (Options.CompactionRate), so that a
 	// Compact called while the store serves requests does not crowd them
 	// out: it takes longer instead.
-	if err := c.rewriteLocked(ctx, all, newBudget(db.opts.CompactionRate).wait); err != nil {
+	var keep *feedKeep
+	if forFeed {
+		if keep, err = c.feedNeeded(ctx); err != nil {
+			return fmt.Errorf("ebb: compact container %q: change feed retention: %w", c.ID(), err)
+		}
+	}
+	if err := c.rewriteLocked(ctx, all, keep, newBudget(db.opts.CompactionRate).wait); err != nil {
 		return err
 	}
 	db.waitRemovals() // the space is back when Compact returns
 	return nil
 }
 
-// dropFilesLocked deletes files that hold no live record and hide nothing,
+// dropFilesLocked deletes files that hold no live record, nothing the
+// change feed needs (keep, nil without retention) and hide nothing,
 // without reading them; db.sealMu is held.
-func (c *Container) dropFilesLocked(nums []uint32) error {
+func (c *Container) dropFilesLocked(nums []uint32, keep *feedKeep) error {
 	if len(nums) == 0 {
 		return nil
 	}
@@ -77,7 +88,7 @@ func (c *Container) dropFilesLocked(nums []uint32) error {
 	for _, n := range nums {
 		f := c.files[n]
 		// Re-checked under the lock: records only ever die, but be exact.
-		if f == nil || c.idx.Usage(n).Records > 0 || f.hidesAny(c.files) {
+		if f == nil || c.idx.Usage(n).Records > 0 || keep.holds(n) || f.hidesAny(c.files) {
 			continue
 		}
 		gone[n] = true
@@ -115,10 +126,11 @@ func (c *Container) dropFilesLocked(nums []uint32) error {
 }
 
 // rewriteLocked replaces the files nums with new files holding only what is
-// still needed: the live, newest version of each item, and a tombstone for a
+// still needed: the live, newest version of each item, the versions the
+// change feed needs (keep, nil without retention), and a tombstone for a
 // dead record whose id may have an older version in a file outside nums.
 // db.sealMu is held. throttle, if not nil, paces the reads.
-func (c *Container) rewriteLocked(ctx context.Context, nums []uint32, throttle func(context.Context, int) error) error {
+func (c *Container) rewriteLocked(ctx context.Context, nums []uint32, keep *feedKeep, throttle func(context.Context, int) error) error {
 	db := c.db
 	now := db.clock.now()
 	c.advanceInSteps(now)
@@ -147,7 +159,7 @@ func (c *Container) rewriteLocked(ctx context.Context, nums []uint32, throttle f
 	for _, f := range inputs {
 		// A file with no live record that hides nothing outside the group
 		// is dropped unread.
-		if c.idx.Usage(f.num).Records > 0 || f.hidesAny(outside) {
+		if c.idx.Usage(f.num).Records > 0 || keep.holds(f.num) || f.hidesAny(outside) {
 			srcs = append(srcs, f.r)
 		}
 	}
@@ -162,6 +174,9 @@ func (c *Container) rewriteLocked(ctx context.Context, nums []uint32, throttle f
 	}
 
 	decide := func(r *segment.Record) compactor.Decision {
+		if keep.needs(r.ID, r.Seq) {
+			return compactor.Keep // as it is: the change feed derives changes from it
+		}
 		c.mu.RLock()
 		defer c.mu.RUnlock()
 		if s, ok := c.idx.Get(r.ID); ok && s.Seq > r.Seq && r.Op == segment.OpPut {

@@ -43,6 +43,8 @@ type Container struct {
 
 	ix indexState // secondary-index upkeep, see indexer.go
 
+	feed feedState // change feed: followers' wake-ups, DefaultTTL change marks (feed.go)
+
 	stats counters
 }
 
@@ -58,7 +60,7 @@ type counters struct {
 
 func newContainer(db *DB, num uint32, props ContainerProperties, h policy.History) *Container {
 	if n := len(h); n > 0 && h[n-1].At <= db.clock.highest() {
-		h = h.Prune() // a long history written before pruning existed
+		h = pruneHistory(h, feedCutoff(db.clock.highest(), props.ChangeFeedRetention)) // a long history written before pruning existed
 	}
 	c := &Container{
 		db:      db,
@@ -109,7 +111,7 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 			c.mu.Unlock()
 			return fmt.Errorf("%w: container %q: SetProperties cannot change the id to %q", ErrInvalidProperties, c.id, props.ID)
 		}
-		old, oldHistory := c.props, c.history
+		old, oldHistory, oldMarks, oldSince := c.props, c.history, c.feed.marks, c.feed.since
 		ttlChanged := !sameTTL(old.DefaultTTL, props.DefaultTTL)
 		if ttlChanged {
 			c.advanceLocked(now) // what expired under the old policy stays expired
@@ -117,8 +119,10 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 			// the MANIFEST) a few entries long however many changes
 			// came before. It answers differently only about instants
 			// before now, and what expired by now is marked already.
-			c.history = c.history.With(now, props.DefaultTTL).Prune()
+			c.history = pruneHistory(c.history.With(now, props.DefaultTTL), feedCutoff(now, props.ChangeFeedRetention))
 		}
+		c.feed.markTTLChange(ttlChanged, now, c.db.jnl.NextSeq(), feedCutoff(now, props.ChangeFeedRetention))
+		c.feed.setRetention(old.ChangeFeedRetention, props.ChangeFeedRetention, now)
 		c.props = props
 		c.mu.Unlock()
 		// The manifest is written before the new policy takes effect, so a
@@ -128,10 +132,11 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		c.db.mu.RUnlock()
 		if err != nil {
 			c.mu.Lock()
-			c.props, c.history = old, oldHistory
+			c.props, c.history, c.feed.marks, c.feed.since = old, oldHistory, oldMarks, oldSince
 			c.mu.Unlock()
 			return err
 		}
+		defer c.feed.notify()
 		c.mu.Lock()
 		if ttlChanged {
 			c.refileLocked(now)
@@ -479,7 +484,8 @@ func (c *Container) metaLocked() dbfile.ContainerMeta {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	m := dbfile.ContainerMeta{Num: c.num, ID: c.id, Indexing: uint8(c.props.Indexing), History: dbfile.FromHistory(c.history),
-		Included: c.props.IncludedPaths, Excluded: c.props.ExcludedPaths}
+		Included: c.props.IncludedPaths, Excluded: c.props.ExcludedPaths,
+		FeedRetention: int64(c.props.ChangeFeedRetention), FeedMarks: c.feed.marksLocked(), FeedSince: c.feed.since}
 	for n, f := range c.files {
 		m.Files = append(m.Files, n)
 		for h := range f.hides {

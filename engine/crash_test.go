@@ -238,7 +238,7 @@ func listDir(t *testing.T, dir string) []string {
 
 // Environment of the child process.
 const (
-	envChildMode = "EBB_CRASH_CHILD" // "trylock" or "hold"
+	envChildMode = "EBB_CRASH_CHILD" // "trylock", "hold" or "feed"
 	envChildDir  = "EBB_CRASH_DIR"
 )
 
@@ -299,6 +299,8 @@ func runChild(mode string) int {
 		}
 		emit("closed")
 		return 0
+	case "feed":
+		return feedChild(dir) // TestFeedExactlyOnceAcrossKills
 	}
 	emit("error unknown mode %q", mode)
 	return 2

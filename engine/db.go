@@ -371,6 +371,7 @@ func (db *DB) DeleteContainer(ctx context.Context, id string) error {
 		c.idx = c.newIndex()
 		c.mem, c.frozen = nil, nil
 		c.mu.Unlock()
+		c.feed.notify() // followers end with ErrNotFound
 		for _, f := range files {
 			db.removeLater(f)
 		}

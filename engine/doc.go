@@ -65,6 +65,20 @@
 // Container.Explain says how. Expired items are never in
 // a result or a count.
 //
+// # Change feed
+//
+//	for ch, err := range c.ChangeFeed(ctx, engine.ChangeFeedOptions{
+//		Mode: engine.AllVersionsAndDeletes, Continuation: saved, Follow: true}) { ... }
+//
+// Container.ChangeFeed reads a container's changes in order: in
+// LatestVersion mode each live item at its newest version; in
+// AllVersionsAndDeletes mode every create, replace and delete, and every
+// expiry (a ChangeDelete with TTLExpired) at the instant the item expired,
+// for as long as ContainerProperties.ChangeFeedRetention says. Each change
+// carries a Continuation to resume strictly after it; a change is reported
+// only once it is durable, and in the same place, with the same LSN, in
+// every read, across restarts, crashes and compactions.
+//
 // # Failures
 //
 // An I/O error in the journal fails the writes it carried with an error

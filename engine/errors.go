@@ -52,6 +52,11 @@ var (
 	ErrInvalidOptions = errors.New("ebb: invalid options")
 )
 
+// ErrFeedRetention: a ChangeFeed in AllVersionsAndDeletes mode was asked of
+// a container whose ChangeFeedRetention is 0, or from a continuation older
+// than the retention (its changes may be gone). Cosmos DB answers 400.
+var ErrFeedRetention = errors.New("ebb: change feed retention")
+
 // Errors about the database itself.
 var (
 	// ErrClosed: the DB was closed.

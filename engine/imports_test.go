@@ -45,6 +45,8 @@ func TestImportRules(t *testing.T) {
 		{"engine/internal/dbfile", "engine/tool", "the engine and the tools both import it"},
 		{"engine/internal/docfmt", "engine", "the engine and the tools both import it"},
 		{"engine/internal/docfmt", "engine/tool", "the engine and the tools both import it"},
+		{"engine/internal/feedlog", "engine", "the engine and the tools both import it"},
+		{"engine/internal/feedlog", "engine/tool", "the engine and the tools both import it"},
 		{"segment", "engine", "the record format knows nothing of the engine"},
 		{"index", "engine", "the index knows nothing of the engine"},
 		{"compactor", "engine", "the compactor knows nothing of the engine"},

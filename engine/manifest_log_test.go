@@ -335,7 +335,7 @@ func TestCompactionLogsOneEdit(t *testing.T) {
 		}
 		before := cfs.snapshot()
 		db.sealMu.Lock()
-		err := c.rewriteLocked(ctx, files(), nil)
+		err := c.rewriteLocked(ctx, files(), nil, nil)
 		db.sealMu.Unlock()
 		if err != nil {
 			t.Fatal(err)
@@ -354,7 +354,7 @@ func TestCompactionLogsOneEdit(t *testing.T) {
 		kept := files()
 		before = cfs.snapshot()
 		db.sealMu.Lock()
-		err = c.dropFilesLocked(kept[len(kept)-1:])
+		err = c.dropFilesLocked(kept[len(kept)-1:], nil)
 		db.sealMu.Unlock()
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"github.com/ebbdb/ebb/index"
@@ -31,6 +32,11 @@ type Metrics struct {
 	// FilesDropped were deleted whole without being read (BytesDropped in
 	// all); FilesRewritten were replaced by rewrites.
 	FilesDropped, BytesDropped, FilesRewritten int64
+	// FeedRetainedBytes is the size (uncompressed records) of what the
+	// change feed's retention keeps beyond the live items: superseded
+	// versions, tombstones and expired versions that AllVersionsAndDeletes
+	// still reports. 0 with ChangeFeedRetention off.
+	FeedRetainedBytes int64
 	// ReclaimLag is how long the oldest expired record still on disk has
 	// been expired: the delay between invisibility and physical deletion.
 	ReclaimLag time.Duration
@@ -49,6 +55,10 @@ func (c *Container) Metrics() Metrics {
 	c.mu.Unlock()
 	c.settleExpiries()
 	shared := c.db.sharedDiskBytes(c.num)
+	var retained int64
+	if keep, err := c.feedNeeded(context.Background()); err == nil && keep != nil {
+		retained = keep.bytes
+	}
 	// The rest only reads (the expired set may be long): writers need not wait.
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -80,6 +90,7 @@ func (c *Container) Metrics() Metrics {
 	m.FilesDropped = c.stats.filesDropped.Load()
 	m.BytesDropped = c.stats.bytesDropped.Load()
 	m.FilesRewritten = c.stats.filesRewritten.Load()
+	m.FeedRetainedBytes = retained
 	if oldest, ok := c.idx.OldestExpired(); ok && oldest < now {
 		m.ReclaimLag = time.Duration(now-oldest) * time.Second
 	}

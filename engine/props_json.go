@@ -4,17 +4,30 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/ebbdb/ebb/policy"
 )
 
 // propsJSON is ContainerProperties in Cosmos DB's JSON shape:
-// {"id":"c","defaultTtl":3600,"indexingPolicy":{"indexingMode":"consistent"}}.
+// {"id":"c","defaultTtl":3600,"indexingPolicy":{"indexingMode":"consistent"},
+// "changeFeedPolicy":{"retentionDuration":1440}} (minutes).
 type propsJSON struct {
-	ID             string          `json:"id"`
-	DefaultTTL     json.RawMessage `json:"defaultTtl,omitempty"`
-	IndexingPolicy *indexingJSON   `json:"indexingPolicy,omitempty"`
+	ID               string            `json:"id"`
+	DefaultTTL       json.RawMessage   `json:"defaultTtl,omitempty"`
+	IndexingPolicy   *indexingJSON     `json:"indexingPolicy,omitempty"`
+	ChangeFeedPolicy *changeFeedPolicy `json:"changeFeedPolicy,omitempty"`
 }
+
+// changeFeedPolicy is Cosmos DB's changeFeedPolicy object: the retention
+// of all versions and deletes, in minutes.
+type changeFeedPolicy struct {
+	RetentionDuration json.Number `json:"retentionDuration"`
+}
+
+// maxRetentionMinutes is the longest retention a time.Duration holds.
+const maxRetentionMinutes = int64(math.MaxInt64 / time.Minute)
 
 // indexingJSON is Cosmos DB's indexingPolicy object.
 type indexingJSON struct {
@@ -50,6 +63,13 @@ func (p ContainerProperties) MarshalJSON() ([]byte, error) {
 	if p.DefaultTTL != nil {
 		j.DefaultTTL = json.RawMessage(fmt.Sprint(*p.DefaultTTL))
 	}
+	if r := p.ChangeFeedRetention; r > 0 {
+		mins := int64((r + time.Minute - 1) / time.Minute) // whole minutes, rounded up
+		if r > time.Duration(maxRetentionMinutes)*time.Minute {
+			mins = maxRetentionMinutes
+		}
+		j.ChangeFeedPolicy = &changeFeedPolicy{RetentionDuration: json.Number(fmt.Sprint(mins))}
+	}
 	j.IndexingPolicy = &indexingJSON{
 		IndexingMode:  p.Indexing.String(),
 		IncludedPaths: toPathJSON(p.IncludedPaths),
@@ -80,6 +100,14 @@ func (p *ContainerProperties) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("%w: %w", ErrInvalidProperties, err)
 		}
 		out.DefaultTTL = TTL(int32(v))
+	}
+	if j.ChangeFeedPolicy != nil {
+		raw := j.ChangeFeedPolicy.RetentionDuration
+		mins, err := raw.Int64()
+		if err != nil || mins < 0 || mins > maxRetentionMinutes {
+			return fmt.Errorf("%w: changeFeedPolicy.retentionDuration %q is not a whole number of minutes in 0..%d", ErrInvalidProperties, raw, maxRetentionMinutes)
+		}
+		out.ChangeFeedRetention = time.Duration(mins) * time.Minute
 	}
 	if j.IndexingPolicy != nil {
 		switch j.IndexingPolicy.IndexingMode {

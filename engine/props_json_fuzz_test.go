@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 // FuzzContainerPropertiesJSON feeds ContainerProperties.UnmarshalJSON
@@ -25,6 +26,10 @@ func FuzzContainerPropertiesJSON(f *testing.F) {
 		`{"id":"c","defaultTtl":"10"}`,
 		`{"id":"c","indexingPolicy":{"indexingMode":"Consistent"}}`,
 		`{"id":"c","indexingPolicy":null}`,
+		`{"id":"c","changeFeedPolicy":{"retentionDuration":1440}}`,
+		`{"id":"c","changeFeedPolicy":{"retentionDuration":-1}}`,
+		`{"id":"c","changeFeedPolicy":{"retentionDuration":1.5}}`,
+		`{"id":"c","changeFeedPolicy":{"retentionDuration":"x"}}`,
 		`{"id":"","defaultTtl":-2}`,
 		`[]`, `null`, `{`, ``,
 	} {
@@ -59,7 +64,10 @@ func FuzzContainerPropertiesJSON(f *testing.F) {
 		if err := json.Unmarshal(out, &q); err != nil {
 			t.Fatalf("%s does not unmarshal back: %v", out, err)
 		}
-		if q.ID != p.ID || q.Indexing != p.Indexing || !sameTTL(q.DefaultTTL, p.DefaultTTL) {
+		if p.ChangeFeedRetention < 0 || p.ChangeFeedRetention%time.Minute != 0 {
+			t.Fatalf("accepted changeFeedRetention %v", p.ChangeFeedRetention)
+		}
+		if q.ID != p.ID || q.Indexing != p.Indexing || !sameTTL(q.DefaultTTL, p.DefaultTTL) || q.ChangeFeedRetention != p.ChangeFeedRetention {
 			t.Fatalf("round trip through %s changed %+v to %+v", out, p, q)
 		}
 	})

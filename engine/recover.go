@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/journal"
@@ -55,8 +56,13 @@ func (db *DB) recover() error {
 		if len(h) == 0 {
 			return fmt.Errorf("ebb: manifest: container %q has no policy history: %w", cm.ID, ErrCorrupt)
 		}
-		props := ContainerProperties{ID: cm.ID, DefaultTTL: h.Current(), Indexing: IndexingMode(cm.Indexing), IncludedPaths: cm.Included, ExcludedPaths: cm.Excluded}
+		props := ContainerProperties{ID: cm.ID, DefaultTTL: h.Current(), Indexing: IndexingMode(cm.Indexing), IncludedPaths: cm.Included, ExcludedPaths: cm.Excluded,
+			ChangeFeedRetention: time.Duration(cm.FeedRetention)}
+		if cm.FeedRetention < 0 {
+			return fmt.Errorf("ebb: manifest: container %q: change feed retention %d is negative: %w", cm.ID, cm.FeedRetention, ErrCorrupt)
+		}
 		c := newContainer(db, cm.Num, props, h)
+		c.feed.marks, c.feed.since = cm.FeedMarks, cm.FeedSince
 		db.mu.containers[cm.ID] = c
 		db.mu.byNum[cm.Num] = c
 		for _, num := range cm.Files {

@@ -84,7 +84,7 @@ func TestRemovedFilesLeaveDisk(t *testing.T) {
 				// of them still wait to be unlinked.
 				nums := allFiles(c)
 				db.sealMu.Lock()
-				err := c.dropFilesLocked(nums)
+				err := c.dropFilesLocked(nums, nil)
 				db.sealMu.Unlock()
 				if err != nil {
 					t.Fatal(err)

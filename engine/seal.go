@@ -248,6 +248,7 @@ func (c *Container) sealFrozen() (bool, error) {
 	}
 	now := c.db.clock.now()
 	history := slices.Clone(c.history)
+	feed := c.props.ChangeFeedRetention > 0
 	older := make(map[uint32]*segFile, len(c.files))
 	for n, f := range c.files {
 		older[n] = f
@@ -261,12 +262,17 @@ func (c *Container) sealFrozen() (bool, error) {
 	var placed []compactor.Placed
 	var total int64
 	newest, hides := newestPerID(fr.recs, fr.replaced)
+	if feed {
+		// The change feed's retention keeps every version; the compactor
+		// drops them once the feed no longer needs them.
+		newest = allRecords(len(fr.recs))
+	}
 	for _, i := range newest {
 		r := &fr.recs[i]
 		p := compactor.Placed{Expire: index.Never, Tombstone: r.Op == segment.OpDelete, Size: segment.RecordSize(r)}
 		if r.Op == segment.OpPut {
 			p.Expire = history.ExpiresAt(r.TS, r.TTL)
-			if p.Expire <= now && !hides[i] {
+			if p.Expire <= now && !hides[i] && !feed {
 				continue // expired already and hides nothing: never written
 			}
 		}
@@ -328,6 +334,15 @@ func (c *Container) sealFrozen() (bool, error) {
 	c.purgeInSteps(map[uint32]bool{index.MemFile | fr.gen: true})
 	c.mu.Lock() // for the deferred unlock
 	return true, nil
+}
+
+// allRecords is 0, 1, ..., n-1.
+func allRecords(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // Seal file sizing: a seal is cut into about sealFilesPerSeal files by

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/policy"
@@ -49,6 +50,14 @@ type ContainerProperties struct {
 	// but "/_etag/?" is indexed.
 	IncludedPaths []string
 	ExcludedPaths []string
+	// ChangeFeedRetention is how long the versions, deletes and expiries
+	// that ChangeFeed's AllVersionsAndDeletes mode reads are kept (counted
+	// back from now, in whole seconds, rounded up); 0 turns that mode off
+	// and keeps only what reads need, as without a change feed. It cannot be
+	// negative. Turned on for a container that has items, the feed covers
+	// the changes from the next second on. The LatestVersion mode works
+	// either way.
+	ChangeFeedRetention time.Duration
 }
 
 func (p ContainerProperties) validate() error {
@@ -65,6 +74,9 @@ func (p ContainerProperties) validate() error {
 		if p.Indexing == IndexingNone {
 			return fmt.Errorf("%w: container %q: defaultTtl %d needs indexing mode consistent or lazy, not none", ErrInvalidProperties, p.ID, *p.DefaultTTL)
 		}
+	}
+	if p.ChangeFeedRetention < 0 {
+		return fmt.Errorf("%w: container %q: changeFeedRetention %v is negative (0 turns it off)", ErrInvalidProperties, p.ID, p.ChangeFeedRetention)
 	}
 	return p.validatePaths()
 }

@@ -79,6 +79,15 @@ func (h History) With(at int64, d *int32) History {
 // Cost: a binary search plus a walk over the entries from the one in force
 // at ts to the first that expires the item.
 func (h History) ExpiresAt(ts int64, itemTTL int32) int64 {
+	t, _ := h.ExpiryCause(ts, itemTTL)
+	return t
+}
+
+// ExpiryCause is ExpiresAt that also returns the index of the entry that
+// expires the item (-1 with Never). When the instant is that entry's At
+// and the entry is not the first, the item expired because that change
+// took effect (the entries before it never expired it).
+func (h History) ExpiryCause(ts int64, itemTTL int32) (int64, int) {
 	// Entries whose interval ends before ts cannot expire the item: its
 	// effective ttl is at least 1, so ts+eff > At_i+1.
 	i := sort.Search(len(h), func(i int) bool { return i+1 == len(h) || h[i+1].At >= ts })
@@ -97,9 +106,9 @@ func (h History) ExpiresAt(ts int64, itemTTL int32) int64 {
 		}
 		// The first entry that yields an instant yields the least: every
 		// later entry's instant is at least its At, which is >= At_i+1 >= t.
-		return t
+		return t, i
 	}
-	return Never
+	return Never, -1
 }
 
 // Compact returns h without the entries that cannot affect any item written

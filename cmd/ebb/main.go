@@ -134,7 +134,7 @@ found); 2 usage error, or a directory that is not an ebb database.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newDemoCmd(), newInspectCmd(), newDumpCmd(), newVerifyCmd(), newBenchCmd(), newCrashloopCmd())
-	root.AddCommand(newClockCmd())
+	root.AddCommand(newClockCmd(), newFeedCmd())
 	return root
 }
 

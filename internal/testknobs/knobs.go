@@ -26,7 +26,7 @@ var All = []Knob{
 	{"EBB_CLOCKFAULT_SEED", "random", "TestClockFaults: replay the schedule (not the interleaving)"},
 	{"EBB_DAMAGE_SEED", "random", "damage tests: replay one run"},
 	{"EBB_DAMAGE_KINDS_SEEDS", "3", "TestDamageEveryFileKind: seeds per (file, damage) pair"},
-	{"EBB_CRASH_CHILD", "", "internal: set by the lock tests for their child process (trylock or hold)"},
+	{"EBB_CRASH_CHILD", "", "internal: set by the lock tests and TestFeedExactlyOnceAcrossKills for their child process (trylock, hold or feed)"},
 	{"EBB_CRASH_DIR", "", "internal: the database directory of that child"},
 	// engine: white-box tests and benchmarks (package engine)
 	{"EBB_QUERY_ROUNDS", "see query_model_test.go", "TestQueryModel: rounds of random queries"},

@@ -55,6 +55,23 @@ type ContainerMeta struct {
 	// Hides lists, per file, the files that may hold older versions of its
 	// ids (the engine's segFile.hides); files hiding nothing are absent.
 	Hides map[uint32][]uint32 `msgpack:"hides,omitempty"`
+	// FeedRetention is ContainerProperties.ChangeFeedRetention in
+	// nanoseconds; absent (0) when off.
+	FeedRetention int64 `msgpack:"feedRetention,omitempty"`
+	// FeedSince is the first instant the change feed covers when retention
+	// was turned on for a container that had it off (the versions before
+	// were not kept); 0 when it was on from the container's creation.
+	FeedSince int64 `msgpack:"feedSince,omitempty"`
+	// FeedMarks records, for each DefaultTTL change the container's change
+	// feed may still report, the instant it took effect and the journal
+	// position (the next seq) at that moment; absent when none.
+	FeedMarks []FeedMark `msgpack:"feedMarks,omitempty"`
+}
+
+// FeedMark is one entry of ContainerMeta.FeedMarks.
+type FeedMark struct {
+	At  int64  `msgpack:"at"`
+	Seq uint64 `msgpack:"seq"`
 }
 
 // HistoryEntry is one entry of a container's policy history.
