@@ -24,8 +24,10 @@ const relocateChunk = 4096
 // when it is done: every expired, deleted and superseded record of the
 // container is gone from disk. It first seals the journal, so that all
 // records are in segment files. Files with no live record are deleted
-// without being read; the others are rewritten with their live records
-// only, reading at most Options.CompactionRate bytes a second. Readers and
+// without being read; files whose every record is live are read through
+// (a damaged one is reported, ErrCorrupt) and left as they are; the others
+// are rewritten with their live records only. It reads at most
+// Options.CompactionRate bytes a second. Readers and
 // writers are not blocked while it runs, and what they see never changes
 // because of it.
 func (c *Container) Compact(ctx context.Context) error {
@@ -33,28 +35,83 @@ func (c *Container) Compact(ctx context.Context) error {
 	if err := db.writable(); err != nil {
 		return err
 	}
-	db.sealMu.Lock()
-	defer db.sealMu.Unlock()
-	err := db.sealNowLocked(ctx)
-	db.roomMade(err)
+	clean, err := c.compactDirty(ctx)
 	if err != nil {
-		return fmt.Errorf("ebb: compact container %q: seal: %w", c.ID(), err)
+		return err
 	}
-	c.mu.RLock()
-	all := make([]uint32, 0, len(c.files))
-	for n := range c.files {
-		all = append(all, n)
+	// A clean file (every record a live, newest put) has nothing to remove
+	// and is left as it is: rewriting it would only cost the foreground
+	// CPU and I/O. It is still read through, as a rewrite would read it, so
+	// that Compact reports damage in it; db.sealMu is not held meanwhile,
+	// so seals and the background compactor go on.
+	err = c.readThrough(ctx, clean, newBudget(db.opts.CompactionRate).wait)
+	for _, f := range clean {
+		f.release()
 	}
-	c.mu.RUnlock()
-	// With every file in one rewrite no older version survives outside it,
-	// so no tombstone is needed and none is kept. The rewrite reads at the
-	// background compactor's rate (Options.CompactionRate), so that a
-	// Compact called while the store serves requests does not crowd them
-	// out: it takes longer instead.
-	if err := c.rewriteLocked(ctx, all, newBudget(db.opts.CompactionRate).wait); err != nil {
+	if err != nil {
 		return err
 	}
 	db.waitRemovals() // the space is back when Compact returns
+	return nil
+}
+
+// compactDirty is Compact's pass over the files that hold something dead:
+// it seals the journal and rewrites them all in one group. It returns the
+// clean files, which it leaves out, each with a reference to release.
+func (c *Container) compactDirty(ctx context.Context) (clean []*segFile, err error) {
+	db := c.db
+	db.sealMu.Lock()
+	defer db.sealMu.Unlock()
+	err = db.sealNowLocked(ctx)
+	db.roomMade(err)
+	if err != nil {
+		return nil, fmt.Errorf("ebb: compact container %q: seal: %w", c.ID(), err)
+	}
+	now := db.clock.now()
+	c.advanceInSteps(now)
+	c.mu.Lock()
+	if c.deleted {
+		c.mu.Unlock()
+		return nil, c.notFound()
+	}
+	c.advanceLocked(now)
+	var dirty []uint32
+	for n, f := range c.files {
+		if c.cleanLocked(f) {
+			f.acquire()
+			clean = append(clean, f)
+		} else {
+			dirty = append(dirty, n)
+		}
+	}
+	c.mu.Unlock()
+	// A clean file holds no older version of anything, so with every
+	// other file in one rewrite no tombstone is needed and none is kept.
+	// The rewrite reads at the background compactor's rate
+	// (Options.CompactionRate), so that a Compact called while the store
+	// serves requests does not crowd them out: it takes longer instead.
+	if err := c.rewriteLocked(ctx, dirty, newBudget(db.opts.CompactionRate).wait); err != nil {
+		for _, f := range clean {
+			f.release()
+		}
+		return nil, err
+	}
+	return clean, nil
+}
+
+// readThrough reads every record of files, checking every block as a
+// rewrite's read does, paced by throttle.
+func (c *Container) readThrough(ctx context.Context, files []*segFile, throttle func(context.Context, int) error) error {
+	for _, f := range files {
+		for ra, err := range f.r.Records() {
+			if err == nil {
+				err = throttle(ctx, segment.RecordSize(&ra.Record))
+			}
+			if err != nil {
+				return fmt.Errorf("ebb: compact container %q: read %s: %w", c.ID(), f.r.Path(), err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -114,6 +171,17 @@ func (c *Container) dropFilesLocked(nums []uint32) error {
 	return nil
 }
 
+// cleanLocked reports whether every record of f is the live, newest version
+// of its item (no tombstone, nothing superseded or expired). Such a file
+// has nothing for a compaction to remove, and holds no version older than
+// a record of any other file: a newer version of one of its items would
+// have superseded it. c.mu is held, expiries are marked up to now, and
+// db.sealMu is held, so that no seal or compaction is moving records.
+func (c *Container) cleanLocked(f *segFile) bool {
+	st := f.r.Stats()
+	return st.Records > 0 && st.Records == st.Puts && c.idx.Usage(f.num).Records == st.Records
+}
+
 // rewriteLocked replaces the files nums with new files holding only what is
 // still needed: the live, newest version of each item, and a tombstone for a
 // dead record whose id may have an older version in a file outside nums.
@@ -138,9 +206,13 @@ func (c *Container) rewriteLocked(ctx context.Context, nums []uint32, throttle f
 			inGroup[n] = true
 		}
 	}
+	// The files outside the group that may hold an older version of one of
+	// its records. A clean file cannot (see cleanLocked), so it is left out
+	// exactly, not by its id filter, whose false positives would keep
+	// tombstones that hide nothing.
 	outside := make(map[uint32]*segFile, len(c.files))
 	for n, f := range c.files {
-		if !inGroup[n] {
+		if !inGroup[n] && !c.cleanLocked(f) {
 			outside[n] = f
 		}
 	}
