@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 
 	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
@@ -292,6 +293,7 @@ func (c *Container) rewriteLocked(ctx context.Context, nums []uint32, throttle f
 			// Both the old and the new file are open and valid: a reader
 			// may find either version's place until the swap is complete.
 			c.mu.Unlock()
+			runtime.Gosched() // see advanceChunk
 			c.mu.Lock()
 			if c.deleted {
 				c.mu.Unlock()
