@@ -100,17 +100,17 @@ func (c *Container) compactDirty(ctx context.Context) (clean []*segFile, err err
 	return clean, nil
 }
 
-// readThrough reads every record of files, checking every block as a
-// rewrite's read does, paced by throttle.
+// readThrough reads and checks every block and record of files
+// (segment.Reader.VerifyEach, which reuses one buffer for every block, so
+// that the pass makes no garbage for the collector to chase), paced by
+// throttle.
 func (c *Container) readThrough(ctx context.Context, files []*segFile, throttle func(context.Context, int) error) error {
 	for _, f := range files {
-		for ra, err := range f.r.Records() {
-			if err == nil {
-				err = throttle(ctx, segment.RecordSize(&ra.Record))
-			}
-			if err != nil {
-				return fmt.Errorf("ebb: compact container %q: read %s: %w", c.ID(), f.r.Path(), err)
-			}
+		err := f.r.VerifyEach(func(ra *segment.RecordAt) error {
+			return throttle(ctx, segment.RecordSize(&ra.Record))
+		})
+		if err != nil {
+			return fmt.Errorf("ebb: compact container %q: read %s: %w", c.ID(), f.r.Path(), err)
 		}
 	}
 	return nil
