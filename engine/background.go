@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/ebbdb/ebb/compactor"
@@ -132,7 +133,8 @@ func (c *Container) fileStatsLocked(keep *feedKeep) []compactor.FileStats {
 }
 
 // budget paces compaction reads to a rate in bytes per second. It asks the
-// limiter once per 64 KiB, not once per record.
+// limiter once per 64 KiB, not once per record, and yields the processor
+// as often.
 type budget struct {
 	lim     *rate.Limiter
 	pending int
@@ -151,6 +153,11 @@ func (b *budget) wait(ctx context.Context, n int) error {
 			return err
 		}
 		b.pending -= budgetChunk
+		// Reading, decoding and re-encoding a chunk is a fraction of a
+		// millisecond of CPU that never blocks: yield, so that readers
+		// and writers woken meanwhile need not wait for the scheduler to
+		// preempt a compaction (see advanceChunk).
+		runtime.Gosched()
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 
 	"github.com/ebbdb/ebb/compactor"
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
@@ -24,8 +25,10 @@ const relocateChunk = 4096
 // when it is done: every expired, deleted and superseded record of the
 // container is gone from disk. It first seals the journal, so that all
 // records are in segment files. Files with no live record are deleted
-// without being read; the others are rewritten with their live records
-// only, reading at most Options.CompactionRate bytes a second. Readers and
+// without being read; files whose every record is live are read through
+// (a damaged one is reported, ErrCorrupt) and left as they are; the others
+// are rewritten with their live records only. It reads at most
+// Options.CompactionRate bytes a second. Readers and
 // writers are not blocked while it runs, and what they see never changes
 // because of it.
 func (c *Container) Compact(ctx context.Context) error { return c.compact(ctx, true) }
@@ -37,34 +40,92 @@ func (c *Container) compact(ctx context.Context, forFeed bool) error {
 	if err := db.writable(); err != nil {
 		return err
 	}
-	db.sealMu.Lock()
-	defer db.sealMu.Unlock()
-	err := db.sealNowLocked(ctx)
-	db.roomMade(err)
+	clean, err := c.compactDirty(ctx, forFeed)
 	if err != nil {
-		return fmt.Errorf("ebb: compact container %q: seal: %w", c.ID(), err)
+		return err
 	}
-	c.mu.RLock()
-	all := make([]uint32, 0, len(c.files))
-	for n := range c.files {
-		all = append(all, n)
+	// A clean file (every record a live, newest put) has nothing to remove
+	// and is left as it is: rewriting it would only cost the foreground
+	// CPU and I/O. It is still read through, as a rewrite would read it, so
+	// that Compact reports damage in it; db.sealMu is not held meanwhile,
+	// so seals and the background compactor go on.
+	err = c.readThrough(ctx, clean, newBudget(db.opts.CompactionRate).wait)
+	for _, f := range clean {
+		f.release()
 	}
-	c.mu.RUnlock()
-	// With every file in one rewrite no older version survives outside it,
-	// so no tombstone is needed and none is kept. The rewrite reads at the
-	// background compactor's rate (Options.CompactionRate), so that a
-	// Compact called while the store serves requests does not crowd them
-	// out: it takes longer instead.
-	var keep *feedKeep
-	if forFeed {
-		if keep, err = c.feedNeeded(ctx); err != nil {
-			return fmt.Errorf("ebb: compact container %q: change feed retention: %w", c.ID(), err)
-		}
-	}
-	if err := c.rewriteLocked(ctx, all, keep, newBudget(db.opts.CompactionRate).wait); err != nil {
+	if err != nil {
 		return err
 	}
 	db.waitRemovals() // the space is back when Compact returns
+	return nil
+}
+
+// compactDirty is Compact's pass over the files that hold something dead:
+// it seals the journal and rewrites them all in one group, keeping what
+// the change feed's retention needs unless forFeed is false. It returns
+// the clean files, which it leaves out, each with a reference to release.
+func (c *Container) compactDirty(ctx context.Context, forFeed bool) (clean []*segFile, err error) {
+	db := c.db
+	db.sealMu.Lock()
+	defer db.sealMu.Unlock()
+	err = db.sealNowLocked(ctx)
+	db.roomMade(err)
+	if err != nil {
+		return nil, fmt.Errorf("ebb: compact container %q: seal: %w", c.ID(), err)
+	}
+	var keep *feedKeep
+	if forFeed {
+		if keep, err = c.feedNeeded(ctx); err != nil {
+			return nil, fmt.Errorf("ebb: compact container %q: change feed retention: %w", c.ID(), err)
+		}
+	}
+	now := db.clock.now()
+	c.advanceInSteps(now)
+	c.mu.Lock()
+	if c.deleted {
+		c.mu.Unlock()
+		return nil, c.notFound()
+	}
+	c.advanceLocked(now)
+	var dirty []uint32
+	for n, f := range c.files {
+		// With the change feed's retention on, every file goes through the
+		// rewrite, which keeps what the feed needs (feedKeep).
+		if keep == nil && c.cleanLocked(f) {
+			f.acquire()
+			clean = append(clean, f)
+		} else {
+			dirty = append(dirty, n)
+		}
+	}
+	c.mu.Unlock()
+	// A clean file holds no older version of anything, so with every
+	// other file in one rewrite no tombstone is needed and none is kept.
+	// The rewrite reads at the background compactor's rate
+	// (Options.CompactionRate), so that a Compact called while the store
+	// serves requests does not crowd them out: it takes longer instead.
+	if err := c.rewriteLocked(ctx, dirty, keep, newBudget(db.opts.CompactionRate).wait); err != nil {
+		for _, f := range clean {
+			f.release()
+		}
+		return nil, err
+	}
+	return clean, nil
+}
+
+// readThrough reads and checks every block and record of files
+// (segment.Reader.VerifyEach, which reuses one buffer for every block, so
+// that the pass makes no garbage for the collector to chase), paced by
+// throttle.
+func (c *Container) readThrough(ctx context.Context, files []*segFile, throttle func(context.Context, int) error) error {
+	for _, f := range files {
+		err := f.r.VerifyEach(func(ra *segment.RecordAt) error {
+			return throttle(ctx, segment.RecordSize(&ra.Record))
+		})
+		if err != nil {
+			return fmt.Errorf("ebb: compact container %q: read %s: %w", c.ID(), f.r.Path(), err)
+		}
+	}
 	return nil
 }
 
@@ -125,6 +186,17 @@ func (c *Container) dropFilesLocked(nums []uint32, keep *feedKeep) error {
 	return nil
 }
 
+// cleanLocked reports whether every record of f is the live, newest version
+// of its item (no tombstone, nothing superseded or expired). Such a file
+// has nothing for a compaction to remove, and holds no version older than
+// a record of any other file: a newer version of one of its items would
+// have superseded it. c.mu is held, expiries are marked up to now, and
+// db.sealMu is held, so that no seal or compaction is moving records.
+func (c *Container) cleanLocked(f *segFile) bool {
+	st := f.r.Stats()
+	return st.Records > 0 && st.Records == st.Puts && c.idx.Usage(f.num).Records == st.Records
+}
+
 // rewriteLocked replaces the files nums with new files holding only what is
 // still needed: the live, newest version of each item, the versions the
 // change feed needs (keep, nil without retention), and a tombstone for a
@@ -150,9 +222,14 @@ func (c *Container) rewriteLocked(ctx context.Context, nums []uint32, keep *feed
 			inGroup[n] = true
 		}
 	}
+	// The files outside the group that may hold an older version of one of
+	// its records. A clean file cannot (see cleanLocked), so without the
+	// change feed's retention it is left out exactly, not by its id
+	// filter, whose false positives would keep tombstones that hide
+	// nothing.
 	outside := make(map[uint32]*segFile, len(c.files))
 	for n, f := range c.files {
-		if !inGroup[n] {
+		if !inGroup[n] && (keep != nil || !c.cleanLocked(f)) {
 			outside[n] = f
 		}
 	}
@@ -235,6 +312,7 @@ func (c *Container) rewriteLocked(ctx context.Context, nums []uint32, keep *feed
 			// Both the old and the new file are open and valid: a reader
 			// may find either version's place until the swap is complete.
 			c.mu.Unlock()
+			runtime.Gosched() // see advanceChunk
 			c.mu.Lock()
 			if c.deleted {
 				c.mu.Unlock()

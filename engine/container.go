@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -418,7 +419,11 @@ func (c *Container) newIndex() *index.Index {
 
 // Step sizes for work that grows with the number of items that expire or
 // are purged at once: the container's lock is released between steps, so
-// an expiry storm never stalls readers and writers for long.
+// an expiry storm never stalls readers and writers for long. Between two
+// steps the goroutine also yields its processor (runtime.Gosched): a
+// step loop never blocks, so without a yield the Go scheduler lets it run
+// for up to 10 ms before a reader or writer woken meanwhile gets the
+// processor, and on a machine with few cores that is a stall of its own.
 const (
 	advanceChunk = 1024
 	purgeChunk   = 1024
@@ -438,6 +443,9 @@ func (c *Container) advanceInSteps(now int64) {
 		c.noteMarked(marked, now)
 		c.nextDue.Store(c.idx.NextDue())
 		c.mu.Unlock()
+		if !done {
+			runtime.Gosched() // see advanceChunk
+		}
 	}
 }
 
@@ -449,6 +457,9 @@ func (c *Container) purgeInSteps(gone map[uint32]bool) {
 		c.mu.Lock()
 		_, from, done = c.idx.PurgeExpiredN(func(file uint32) bool { return gone[file] }, purgeChunk, from)
 		c.mu.Unlock()
+		if !done {
+			runtime.Gosched() // see advanceChunk
+		}
 	}
 }
 

@@ -15,8 +15,13 @@
 // (-1: never, m: m seconds), and without one the DefaultTTL applies (-1:
 // never, n: n seconds). Item.ExpiresAt is the resulting unix second, 0 for
 // never. An expired item is invisible at once to every read, scan, count and
-// statistic; its disk space comes back when compaction runs. The examples
-// show each call, expiry under a clock the caller moves among them.
+// statistic; its disk space comes back when compaction runs: the background
+// compactor, which works in short steps that neither hold a lock a reader
+// or writer waits on for long nor keep a processor from them, or
+// Container.Compact, which removes every dead record now and leaves files
+// without one as they are (it reads them through, to report damage). The
+// examples show each call, expiry under a clock the caller moves among
+// them.
 //
 // # Documents and batches
 //
