@@ -60,9 +60,9 @@ type Options struct {
 
 	// BlockCacheSize bounds the cache of decompressed segment blocks, in
 	// bytes: a point read served from it decompresses nothing. The cache
-	// takes blocks as they are read, evicting the least recently used, and,
-	// after Open, as the warm-up reads them while it has room (see
-	// NoWarmup). Its memory is
+	// takes blocks as files are written and, after Open, as the warm-up
+	// reads them (see NoWarmup), in both cases only while it has room; and
+	// as blocks are read, evicting the least recently used. Its memory is
 	// its own, outside the Go heap, given back at Close. Default: an eighth
 	// of the machine's memory, at least 64 MiB and at most 8 GiB (64 MiB
 	// when the memory cannot be read), so that a store of a few hundred MB
@@ -75,7 +75,8 @@ type Options struct {
 	// that the reads after a restart are served from memory within a
 	// fraction of a second instead of each decompressing a block; it costs
 	// a core for about as long as decompressing the files takes, and ends
-	// at Close.
+	// at Close. Files written while the DB runs go into the cache as they
+	// are written, while it has room, either way.
 	NoWarmup bool
 
 	// CompactionInterval is how often the background compactor looks for

@@ -443,7 +443,9 @@ func (db *DB) createSegment(num, container uint32, cold bool) (*segment.Writer, 
 	if err != nil {
 		return nil, fmt.Errorf("segment: %w", err)
 	}
-	return segment.NewWriter(f, path, db.writerOptions(container, cold), func() error { return db.fs.Remove(path) })
+	opts := db.writerOptions(container, cold)
+	opts.Cache, opts.FileNum = db.cache, uint64(num) // read from memory until evicted
+	return segment.NewWriter(f, path, opts, func() error { return db.fs.Remove(path) })
 }
 
 // openSegment opens segment file num for reading.

@@ -11,10 +11,9 @@ import (
 // reads are served from memory within a fraction of a second, instead of
 // each decompressing a block until every block has been read once. It is
 // one goroutine, stops at Close, and ends when the files are read or the
-// cache is full. Files sealed or rewritten while the DB runs are cached as
-// they are read: copying every block into the cache as it is written would
-// cost writes about a sixth of their CPU (the first touch of the cache's
-// memory) for reads that may never come.
+// cache is full. Files sealed or rewritten while the DB runs go into the
+// cache as they are written (segment.WriterOptions.Cache), so this is only
+// needed at Open.
 func (db *DB) warmCache() {
 	defer db.workers.Done()
 	defer close(db.warmed)

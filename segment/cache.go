@@ -248,8 +248,8 @@ func (c *Cache) full() bool {
 	return c.used.Load()+int64(len(c.shards))*(int64(s.slots.slotSize)+cacheEntryOverhead) > c.max
 }
 
-// addFor adds a copy of raw as block key of r (nil: of no Reader),
-// unless r was closed, the block is cached already, or the cache
+// addFor adds a copy of raw as block key of r (nil: of a file being
+// written), unless r was closed, the block is cached already, or the cache
 // was closed; without evict, also unless the shard would have to evict a
 // block to make room. It reports whether the block was added. Reader.Close
 // sets closed before it evicts the file's blocks, and the check and the add

@@ -73,6 +73,61 @@ func TestGetBodyOutlivesSlot(t *testing.T) {
 	}
 }
 
+// TestWriterFillsCache writes a segment with the cache in its options:
+// every data block is cached as written, while there is room, with no
+// block evicted for it; an aborted writer's blocks are dropped.
+func TestWriterFillsCache(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(13, 14)), 300, 0)
+	const block = 2048
+	cache := NewCache(64<<20, block)
+	defer cache.Close()
+	path, hs, st := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: block, Compression: CompressionZstd, Cache: cache, FileNum: 4})
+	if cache.Len() != int(st.Blocks) {
+		t.Fatalf("%d blocks cached after writing %d", cache.Len(), st.Blocks)
+	}
+	r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i, h := range hs {
+		var got Record
+		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
+			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
+		}
+	}
+	if cache.pending.Load() != 0 {
+		t.Fatalf("reads of a file just written missed the cache (%d offered)", cache.pending.Load())
+	}
+
+	// A cache with room for 3 blocks keeps the first 3 written and evicts
+	// nothing for the rest.
+	small := NewCache(3*(block+cacheEntryOverhead), block)
+	defer small.Close()
+	small.add(cacheKey{file: 9, block: 0}, make([]byte, block))
+	writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: block, Cache: small, FileNum: 5})
+	if !small.Has(9, 0) || small.Len() != 3 || !small.Has(5, 0) || !small.Has(5, 1) {
+		t.Fatalf("small cache: %d blocks, block of file 9 kept %v", small.Len(), small.Has(9, 0))
+	}
+
+	w, err := Create(path+".aborted", WriterOptions{BlockSize: block, Cache: cache, FileNum: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		if _, err := w.Add(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !cache.Has(6, 0) {
+		t.Fatal("a block flushed by the writer is not cached")
+	}
+	w.Abort()
+	if cache.Has(6, 0) {
+		t.Fatal("an aborted writer's block is still cached")
+	}
+}
+
 // TestWarm fills a cache from a file: all of it when it fits, and only
 // what fits, evicting nothing, when it does not; stop ends it early.
 func TestWarm(t *testing.T) {

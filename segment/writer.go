@@ -40,6 +40,12 @@ type WriterOptions struct {
 	// many short flushes instead of one long one, so that the fsyncs of
 	// other files (a journal's) never wait long behind this one.
 	SyncEvery int64
+	// Cache, when not nil, takes a copy of each data block as it is
+	// written, keyed by FileNum (the ReaderOptions.FileNum the file will be
+	// read with), while it has room without evicting anything: a file just
+	// written is then read without decompressing it. Abort drops them.
+	Cache   *Cache
+	FileNum uint64
 }
 
 // DefaultBlockSize is the block size used when WriterOptions.BlockSize is 0.
@@ -246,6 +252,9 @@ func (w *Writer) Abort() error {
 	if w.err == nil {
 		w.err = errWriterClosed
 	}
+	if w.opts.Cache != nil {
+		w.opts.Cache.EvictFile(w.opts.FileNum)
+	}
 	w.f.Close() // may already be closed by a failed Finish
 	if w.discard == nil {
 		return nil
@@ -263,6 +272,9 @@ func (w *Writer) flush() error {
 	}
 	w.out = appendBlock(w.out[:0], w.block, w.opts.Compression, kindData)
 	w.write(w.out)
+	if w.opts.Cache != nil && w.err == nil {
+		w.opts.Cache.addFor(nil, cacheKey{w.opts.FileNum, uint32(w.stats.Blocks)}, w.block, false)
+	}
 	w.table = binary.LittleEndian.AppendUint32(w.table, uint32(len(w.out)))
 	w.stats.Blocks++
 	w.block = w.block[:0]
