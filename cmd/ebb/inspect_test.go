@@ -46,7 +46,7 @@ func TestInspectHuman(t *testing.T) {
 		"2023-11-14 22:13:25Z..22:13:30Z (1s ago..in 4s)",
 		"seg/00000001.seg  sessions",
 		"seg/00000002.seg  sessions",
-		"seg/00000004.seg  plain",
+		"seg/00000003.seg  plain",
 		"DEAD  HIDES",
 		"journal/00000000000000000052",
 		"journal: 15 record(s) not yet sealed",

@@ -77,7 +77,7 @@ const t0 = 1_700_000_000
 // default in seg/00000001.seg, 20 with ttl 5 in seg/00000002.seg, and in
 // the journal 10 that never expire, two deletes and three rewrites;
 // container "plain" (TTL off, lazy indexing) with one item in
-// seg/00000004.seg. With open
+// seg/00000003.seg. With open
 // set, the database is left open (its lock held) until the test ends.
 func buildDB(t *testing.T, open bool) string {
 	t.Helper()
@@ -119,7 +119,7 @@ func buildDB(t *testing.T, open bool) string {
 	must(plain.Compact(ctx)) // file 2
 	_, err = plain.Upsert(ctx, []byte(`{"id":"p","ttl":3}`))
 	must(err)
-	must(plain.Compact(ctx)) // file 3, rewritten into file 4
+	must(plain.Compact(ctx)) // file 3, which Compact leaves as it is: every record in it is live
 	for i := range 10 {
 		put(fmt.Sprintf(`{"id":"n%02d","ttl":-1,"pad":"%040d"}`, i, i))
 	}

@@ -47,8 +47,8 @@ func TestVerifyDamage(t *testing.T) {
 		},
 		{
 			name:   "missing segment",
-			damage: func(dir string) { os.Remove(filepath.Join(dir, "seg", "00000004.seg")) },
-			want:   []string{"seg/00000004.seg", "missing", `container "plain"`},
+			damage: func(dir string) { os.Remove(filepath.Join(dir, "seg", "00000003.seg")) },
+			want:   []string{"seg/00000003.seg", "missing", `container "plain"`},
 		},
 		{
 			name:   "flipped bit in the journal",
@@ -94,7 +94,7 @@ func TestVerifyDamage(t *testing.T) {
 func TestVerifyDamageJSON(t *testing.T) {
 	dir := buildDB(t, false)
 	flip(t, filepath.Join(dir, "seg", "00000001.seg"), 40)
-	os.Remove(filepath.Join(dir, "seg", "00000004.seg"))
+	os.Remove(filepath.Join(dir, "seg", "00000003.seg"))
 	stdout, stderr, code := ebb(t, "verify", "--json", dir)
 	wantCode(t, code, exitFailed, stdout, stderr)
 	golden(t, "verify-damaged", normalize(stdout, dir))
