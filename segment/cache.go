@@ -340,31 +340,17 @@ func (s *cacheShard) insertLocked(key cacheKey, b cached) {
 // reads of s is set when the cache is made, so no lock is needed.
 func (s *cacheShard) slotted(n int) bool { return s.hasSlots && s.slots.fits(n) }
 
-// evictBlocks drops blocks 0 to n-1 of file, each with its shard's lock
-// held only for its own removal: Reader.Close's eviction, which costs the
-// file's blocks rather than the whole cache, so that dropping many files
-// at once (an expiry storm) never holds a shard for long.
-func (c *Cache) evictBlocks(file uint64, n uint32) {
-	for blk := range n {
+// EvictFile drops blocks 0 to blocks-1 of file (all a file has: its
+// Stats().Blocks), each with its shard's lock held only for its own
+// removal. Reader.Close and Writer.Abort call it. It costs the file's
+// blocks rather than the whole cache, so that dropping many files at once
+// (an expiry storm) never holds a shard for long.
+func (c *Cache) EvictFile(file uint64, blocks uint32) {
+	for blk := range blocks {
 		k := cacheKey{file, blk}
 		s := c.shard(k)
 		s.mu.Lock()
 		s.lru.Remove(k)
-		s.mu.Unlock()
-	}
-}
-
-// EvictFile drops every cached block of file, looking at every block
-// cached.
-func (c *Cache) EvictFile(file uint64) {
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		for _, k := range s.lru.Keys() {
-			if k.file == file {
-				s.lru.Remove(k)
-			}
-		}
 		s.mu.Unlock()
 	}
 }

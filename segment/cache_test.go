@@ -83,11 +83,11 @@ func TestCacheLRUOrder(t *testing.T) {
 		if _, ok := c.get(k(9)); ok || c.Len() != 3 {
 			t.Errorf("block size %d: oversized block cached", blockSize)
 		}
-		c.EvictFile(2)
+		c.EvictFile(2, 10)
 		if c.Len() != 3 {
 			t.Errorf("block size %d: EvictFile dropped another file's blocks", blockSize)
 		}
-		c.EvictFile(1)
+		c.EvictFile(1, 10)
 		if c.Len() != 0 || c.Size() != 0 {
 			t.Errorf("block size %d: after EvictFile: %d blocks, %d bytes", blockSize, c.Len(), c.Size())
 		}

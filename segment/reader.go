@@ -163,7 +163,7 @@ func (r *Reader) Path() string { return r.path }
 func (r *Reader) Close() error {
 	if r.opts.Cache != nil {
 		r.closed.Store(true) // before the eviction: see Cache.addFor
-		r.opts.Cache.evictBlocks(r.opts.FileNum, uint32(r.ft.stats.Blocks))
+		r.opts.Cache.EvictFile(r.opts.FileNum, uint32(r.ft.stats.Blocks))
 	}
 	if r.close != nil {
 		return r.close()
@@ -237,15 +237,12 @@ func (r *Reader) GetAppend(h Handle, rec *Record, buf []byte) ([]byte, error) {
 			if err := r.decodeAt(raw, h, rec); err != nil {
 				return err
 			}
-			buf = append(buf, rec.Body...) // out of the block, whose memory the cache reuses
+			buf = moveBody(buf, rec) // out of the block, whose memory the cache reuses
 			return nil
 		})
 		if found {
 			if err != nil {
 				return buf[:start], err
-			}
-			if rec.Body != nil { // nil stays nil: a delete's
-				rec.Body = buf[start:len(buf):len(buf)]
 			}
 			return buf, nil
 		}
@@ -259,16 +256,25 @@ func (r *Reader) GetAppend(h Handle, rec *Record, buf []byte) ([]byte, error) {
 		putBlockBuf(bb)
 		return buf, err
 	}
-	if rec.Body != nil {
-		buf = append(buf, rec.Body...)
-		rec.Body = buf[start:len(buf):len(buf)]
-	}
+	buf = moveBody(buf, rec)
 	if c != nil {
 		c.offer(r, cacheKey{r.opts.FileNum, h.Block}, bb, raw) // bb is the cache's now
 	} else {
 		putBlockBuf(bb)
 	}
 	return buf, nil
+}
+
+// moveBody appends rec.Body to buf and points rec.Body at the copy; a nil
+// Body (a delete's) stays nil.
+func moveBody(buf []byte, rec *Record) []byte {
+	if rec.Body == nil {
+		return buf
+	}
+	start := len(buf)
+	buf = append(buf, rec.Body...)
+	rec.Body = buf[start:len(buf):len(buf)]
+	return buf
 }
 
 // Prefetch reads block blk into the cache unless it is there: for a caller

@@ -217,7 +217,7 @@ func TestGetBodyOutlivesEviction(t *testing.T) {
 			}
 		}
 		if cache != nil {
-			cache.EvictFile(1)
+			cache.EvictFile(1, uint32(r.Stats().Blocks))
 		}
 		for i, h := range hs { // refill the cache (8 KiB: two blocks) many times over
 			var again Record

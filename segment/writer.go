@@ -253,7 +253,7 @@ func (w *Writer) Abort() error {
 		w.err = errWriterClosed
 	}
 	if w.opts.Cache != nil {
-		w.opts.Cache.EvictFile(w.opts.FileNum)
+		w.opts.Cache.EvictFile(w.opts.FileNum, uint32(w.stats.Blocks)) // the blocks flushed, the ones it cached
 	}
 	w.f.Close() // may already be closed by a failed Finish
 	if w.discard == nil {
