@@ -33,12 +33,20 @@ type Batch struct {
 	err   error
 	// maxOps and maxBytes are the limits; 0 means the defaults.
 	maxOps, maxBytes int
+	// part is the partition the batch was made for (Partition.NewBatch),
+	// or nil: a batch for a container without a partition key.
+	part *Partition
 }
 
 // NewBatch returns an empty batch bounded by the DB's
 // Options.MaxBatchOperations and MaxBatchBytes. It only builds a value, so
 // it answers after Close too; ExecuteBatch then returns ErrClosed.
-func (c *Container) NewBatch() *Batch {
+//
+// On a container with a partition key path, ExecuteBatch refuses it with
+// ErrInvalidPartitionKey: use Container.Partition(key).NewBatch.
+func (c *Container) NewBatch() *Batch { return c.newBatch() }
+
+func (c *Container) newBatch() *Batch {
 	return &Batch{maxOps: c.db.opts.MaxBatchOperations, maxBytes: c.db.opts.MaxBatchBytes}
 }
 
@@ -63,10 +71,13 @@ func (b *Batch) Delete(id string, opts ...WriteOption) *Batch {
 		return b
 	}
 	if err := validateID(id); err != nil {
-		b.err = fmt.Errorf("batch operation %d (delete): %w: %w", len(b.ops), ErrInvalidDocument, err)
+		b.err = &BatchError{Index: len(b.ops), Err: fmt.Errorf("%w: %w", ErrInvalidDocument, err), kind: opDelete}
 		return b
 	}
 	o := op{kind: opDelete, id: id}
+	if b.part != nil {
+		o.id = b.part.key(id)
+	}
 	applyOptions(&o, opts)
 	b.ops = append(b.ops, o)
 	return b
@@ -105,9 +116,17 @@ func (b *Batch) add(kind opKind, doc []byte, opts []WriteOption) *Batch {
 	if b == nil || b.err != nil || !b.room(kind) {
 		return b
 	}
-	o, err := newOp(kind, doc, opts)
+	var (
+		o   op
+		err error
+	)
+	if b.part != nil {
+		o, err = newKeyedOp(kind, doc, opts, b.part.c.kp, &b.part.pk)
+	} else {
+		o, err = newOp(kind, doc, opts)
+	}
 	if err != nil {
-		b.err = fmt.Errorf("batch operation %d (%s): %w", len(b.ops), kind, err)
+		b.err = &BatchError{Index: len(b.ops), Err: err, kind: kind}
 		return b
 	}
 	if _, maxBytes := b.limits(); b.bytes+len(o.body) > maxBytes {
@@ -120,14 +139,49 @@ func (b *Batch) add(kind opKind, doc []byte, opts []WriteOption) *Batch {
 	return b
 }
 
+// BatchError is the error of a batch one of whose operations failed: Index
+// is the operation's place in the batch (from 0), Err its error. Unwrap
+// returns Err, so errors.Is(err, ErrConflict) and the like still work.
+// Nothing of the batch is written.
+type BatchError struct {
+	Index int
+	Err   error
+	kind  opKind // the operation's kind, when known as the batch is built
+}
+
+func (e *BatchError) Error() string {
+	if e.kind != 0 {
+		return fmt.Sprintf("batch operation %d (%s): %v", e.Index, e.kind, e.Err)
+	}
+	return fmt.Sprintf("batch operation %d: %v", e.Index, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *BatchError) Unwrap() error { return e.Err }
+
 // ExecuteBatch commits every operation of b, or none. It returns one Item
-// per operation (the zero Item for deletes). When one operation fails, the
-// error names it and nothing is written. A nil or empty batch is refused
-// with ErrEmptyBatch, and one beyond the DB's limits (Options
-// MaxBatchOperations and MaxBatchBytes) with ErrBatchTooLarge.
+// per operation (the zero Item for deletes). When one operation fails,
+// nothing is written and the error is a *BatchError naming it (an invalid
+// document or id, a conflict, a missing item, a failed IfMatch, an item
+// written twice). A nil or empty batch is refused with ErrEmptyBatch, and
+// one beyond the DB's limits (Options MaxBatchOperations and
+// MaxBatchBytes) with ErrBatchTooLarge.
+//
+// On a container with a partition key path, the batch must come from
+// Container.Partition(key).NewBatch (every operation in that partition);
+// any other fails with ErrInvalidPartitionKey, as does a batch made for a
+// partition of another container.
 func (c *Container) ExecuteBatch(ctx context.Context, b *Batch) ([]Item, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: ExecuteBatch on container %q was given a nil batch", ErrEmptyBatch, c.id)
+	}
+	switch {
+	case b.part != nil && b.part.c != c:
+		return nil, fmt.Errorf("%w: ExecuteBatch on container %q was given a batch made for a partition of container %q", ErrInvalidPartitionKey, c.id, b.part.c.id)
+	case b.part != nil && b.part.err != nil:
+		return nil, b.part.err
+	case b.part == nil && c.kp != nil:
+		return nil, c.needKey("NewBatch")
 	}
 	if b.err != nil {
 		return nil, b.err
@@ -144,12 +198,12 @@ func (c *Container) ExecuteBatch(ctx context.Context, b *Batch) ([]Item, error) 
 	seen := make(map[string]int, len(b.ops))
 	for i, o := range b.ops {
 		if j, dup := seen[o.id]; dup {
-			return nil, fmt.Errorf("%w: batch operations %d and %d both write item %q", ErrInvalidDocument, j, i, o.id)
+			return nil, &BatchError{Index: i, Err: fmt.Errorf("%w: batch operations %d and %d both write item %s", ErrInvalidDocument, j, i, showItem(o.id))}
 		}
 		seen[o.id] = i
 	}
 	for i := range b.ops {
 		c.writeTerms(&b.ops[i])
 	}
-	return c.commit(ctx, b.ops)
+	return c.commit(ctx, b.ops, true)
 }

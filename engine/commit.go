@@ -45,6 +45,7 @@ const (
 type commitReq struct {
 	c       *Container
 	ops     []op
+	batch   bool // ops are a Batch: an op's failure is a *BatchError
 	control func(now int64) error
 	// wake gets one signal: reqFinished once the request is answered, or,
 	// while it waits in the queue, reqLead when its writer is to lead.
@@ -80,12 +81,14 @@ func (r *commitReq) finish(err error) {
 	r.wake <- reqFinished
 }
 
-// commit submits ops and waits for their outcome.
-func (c *Container) commit(ctx context.Context, ops []op) ([]Item, error) {
+// commit submits ops and waits for their outcome. For a batch, an op's
+// failure is a *BatchError.
+func (c *Container) commit(ctx context.Context, ops []op, batch bool) ([]Item, error) {
 	if err := c.db.waitForRoom(ctx); err != nil {
 		return nil, err
 	}
 	req := newCommitReq(c, ops, nil)
+	req.batch = batch
 	if err := c.db.submit(ctx, req); err != nil {
 		return nil, err
 	}
@@ -275,8 +278,8 @@ func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
 			if !errors.Is(err, ErrConflict) {
 				r.expired = max(r.expired, c.expiredAtLocked(o.id, now))
 			}
-			if len(r.ops) > 1 {
-				return fmt.Errorf("batch operation %d: %w", i, err)
+			if r.batch {
+				return &BatchError{Index: i, Err: err}
 			}
 			return err
 		}
@@ -297,13 +300,13 @@ func (c *Container) checkLocked(o op, now int64) error {
 	s, live := c.idx.Lookup(o.id, now)
 	switch {
 	case o.kind == opCreate && live:
-		return fmt.Errorf("%w: item %q already exists in container %q", ErrConflict, o.id, c.id)
+		return fmt.Errorf("%w: item %s already exists in container %q", ErrConflict, showItem(o.id), c.id)
 	case (o.kind == opReplace || o.kind == opDelete) && !live:
-		return fmt.Errorf("%w: item %q in container %q", ErrNotFound, o.id, c.id)
+		return fmt.Errorf("%w: item %s in container %q", ErrNotFound, showItem(o.id), c.id)
 	case o.ifMatch != "" && !live:
-		return fmt.Errorf("%w: item %q in container %q does not exist, so etag %s cannot match", ErrPreconditionFailed, o.id, c.id, o.ifMatch)
+		return fmt.Errorf("%w: item %s in container %q does not exist, so etag %s cannot match", ErrPreconditionFailed, showItem(o.id), c.id, o.ifMatch)
 	case o.ifMatch != "" && docfmt.ETag(s.Seq) != o.ifMatch:
-		return fmt.Errorf("%w: item %q in container %q has etag %s, not %s", ErrPreconditionFailed, o.id, c.id, docfmt.ETag(s.Seq), o.ifMatch)
+		return fmt.Errorf("%w: item %s in container %q has etag %s, not %s", ErrPreconditionFailed, showItem(o.id), c.id, docfmt.ETag(s.Seq), o.ifMatch)
 	}
 	return nil
 }
@@ -323,7 +326,8 @@ func (c *Container) apply(r *commitReq) {
 		if rec.Op == segment.OpPut {
 			c.indexWriteLocked(&r.ops[i], rec)
 			// ETag and Body are added by renderItems, outside the lock.
-			r.items[i] = Item{ID: rec.ID, TS: rec.TS, ExpiresAt: itemExpiry(c.history.ExpiresAt(rec.TS, rec.TTL))}
+			id, pk := splitItemKey(rec.ID)
+			r.items[i] = Item{ID: id, PartitionKey: pk, TS: rec.TS, ExpiresAt: itemExpiry(c.history.ExpiresAt(rec.TS, rec.TTL))}
 		}
 	}
 }

@@ -24,6 +24,9 @@ type Container struct {
 	db  *DB
 	num uint32 // never reused, so records of a deleted container stay dead
 	id  string // props.ID, which never changes: readable without the lock
+	// kp is the partition key path, which never changes either; nil for a
+	// container without one, whose item keys are plain ids.
+	kp keyPath
 
 	mu      sync.RWMutex // guards everything below
 	props   ContainerProperties
@@ -67,6 +70,7 @@ func newContainer(db *DB, num uint32, props ContainerProperties, h policy.Histor
 		db:      db,
 		num:     num,
 		id:      props.ID,
+		kp:      mustKeyPath(props),
 		props:   props,
 		history: h,
 		mem:     newMemtable(db.memGen),
@@ -111,6 +115,10 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		if props.ID != c.id {
 			c.mu.Unlock()
 			return fmt.Errorf("%w: container %q: SetProperties cannot change the id to %q", ErrInvalidProperties, c.id, props.ID)
+		}
+		if props.PartitionKeyPath != c.props.PartitionKeyPath {
+			c.mu.Unlock()
+			return fmt.Errorf("%w: container %q: SetProperties cannot change the partition key path from %q to %q", ErrInvalidProperties, c.id, c.props.PartitionKeyPath, props.PartitionKeyPath)
 		}
 		old, oldHistory, oldMarks, oldSince := c.props, c.history, c.feed.marks, c.feed.since
 		ttlChanged := !sameTTL(old.DefaultTTL, props.DefaultTTL)
@@ -158,15 +166,24 @@ func sameTTL(a, b *int32) bool {
 }
 
 // Read returns the item id, or ErrNotFound when it does not exist or has
-// expired.
+// expired. On a container with a partition key path it fails with
+// ErrInvalidPartitionKey: use Container.Partition(key).Read.
 func (c *Container) Read(ctx context.Context, id string) (Item, error) {
+	if c.kp != nil {
+		return Item{}, c.needKey("Read")
+	}
+	return c.readID(ctx, id, id)
+}
+
+// readID is Read of the item whose id is id and whose item key is key.
+func (c *Container) readID(ctx context.Context, id, key string) (Item, error) {
 	if err := ctx.Err(); err != nil {
 		return Item{}, err
 	}
 	if err := validateID(id); err != nil {
 		return Item{}, fmt.Errorf("%w: %w", ErrInvalidDocument, err)
 	}
-	return c.read(id, c.db.clock.now())
+	return c.read(key, c.db.clock.now())
 }
 
 func (c *Container) read(id string, now int64) (Item, error) {
@@ -299,7 +316,8 @@ func appendItem(dst []byte, r *segment.Record, expires int64) (Item, []byte) {
 	etag := docfmt.ETag(r.Seq)
 	start := len(dst)
 	dst = docfmt.Render(dst, r.Body, r.TS, etag)
-	return Item{ID: r.ID, TS: r.TS, ETag: etag, ExpiresAt: itemExpiry(expires), Body: dst[start:len(dst):len(dst)]}, dst
+	id, pk := splitItemKey(r.ID)
+	return Item{ID: id, PartitionKey: pk, TS: r.TS, ETag: etag, ExpiresAt: itemExpiry(expires), Body: dst[start:len(dst):len(dst)]}, dst
 }
 
 // itemExpiry is Item.ExpiresAt for an expiry instant: 0 for policy.Never.
@@ -310,11 +328,19 @@ func itemExpiry(expires int64) int64 {
 	return expires
 }
 
-// Items iterates over every live item in id order. The set of ids is taken
+// Items iterates over every live item in id order; in a container with a
+// partition key path, in partition key order and then id order, the keys
+// ordered as Cosmos DB orders values: None, null, false, true, numbers
+// (ascending), strings (by their UTF-8 bytes). The set of items is taken
 // when iteration starts; each item is read as it is yielded, so an item
 // deleted or expired meanwhile is skipped and one written meanwhile is
 // yielded in its newest version.
 func (c *Container) Items(ctx context.Context) iter.Seq2[Item, error] {
+	return c.items(ctx, "")
+}
+
+// items is Items over the items whose item keys start with scope.
+func (c *Container) items(ctx context.Context, scope string) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		if err := c.db.usable(); err != nil {
 			yield(Item{}, err)
@@ -330,6 +356,9 @@ func (c *Container) Items(ctx context.Context) iter.Seq2[Item, error] {
 		}
 		snap := c.idx.Live(now) // leaves out items expired by now, marked or not
 		c.mu.RUnlock()
+		if scope != "" {
+			snap = inScope(snap, scope)
+		}
 		c.settleExpiries()
 		for i := range snap {
 			if err := ctx.Err(); err != nil {
@@ -496,7 +525,8 @@ func (c *Container) metaLocked() dbfile.ContainerMeta {
 	defer c.mu.RUnlock()
 	m := dbfile.ContainerMeta{Num: c.num, ID: c.id, Indexing: uint8(c.props.Indexing), History: dbfile.FromHistory(c.history),
 		Included: c.props.IncludedPaths, Excluded: c.props.ExcludedPaths,
-		FeedRetention: int64(c.props.ChangeFeedRetention), FeedMarks: c.feed.marksLocked(), FeedSince: c.feed.since}
+		FeedRetention: int64(c.props.ChangeFeedRetention), FeedMarks: c.feed.marksLocked(), FeedSince: c.feed.since,
+		PartitionKey: c.props.PartitionKeyPath}
 	for n, f := range c.files {
 		m.Files = append(m.Files, n)
 		for h := range f.hides {

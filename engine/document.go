@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
+	"github.com/ebbdb/ebb/engine/internal/pkey"
 	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/policy"
 )
@@ -47,6 +48,9 @@ type parsedDoc struct {
 	// tokens is dropped; member names and values are copied verbatim. Body
 	// is freshly allocated: it never aliases the input.
 	Body []byte
+	// Key is the document's value at the container's partition key path
+	// (None when the path has no value); None for containers without one.
+	Key pkey.Key
 }
 
 // docError is an invalid-document error: its message names what was wrong
@@ -110,7 +114,15 @@ func isSystemProperty(k []byte) bool {
 // ErrInvalidTTL (`item "a": ttl 0 is invalid: ...`).
 //
 // The input is scanned once; nothing is decoded into maps or interfaces.
-func parseDocument(b []byte) (parsedDoc, error) {
+func parseDocument(b []byte) (parsedDoc, error) { return parseDocumentKey(b, nil) }
+
+// parseDocumentKey is parseDocument for a container whose partition key
+// path is kp (nil: none): it also takes the document's value at kp, from
+// the top-level member kp[0] that the scan finds (a nested path descends
+// into that member's value only). A value at kp that is an object or an
+// array, or a string or number a key cannot hold (pkey.Key.Check), fails
+// with ErrInvalidPartitionKey.
+func parseDocumentKey(b []byte, kp keyPath) (parsedDoc, error) {
 	if len(b) > maxInputSize {
 		return parsedDoc{}, docErrorf("%d bytes is larger than the maximum document size of %d bytes", len(b), MaxDocumentSize)
 	}
@@ -139,6 +151,7 @@ func parseDocument(b []byte) (parsedDoc, error) {
 		seen           map[string]struct{} // names seen so far, once many
 		dup            []byte              // first duplicated name
 		idVal, ttlVal  []byte
+		keyVal         []byte // the value of top-level member kp[0]
 		idStart        int
 		hasID, hasTTL  bool
 		members        int
@@ -208,6 +221,9 @@ func parseDocument(b []byte) (parsedDoc, error) {
 			case string(key) == "ttl":
 				ttlVal, hasTTL = val, true
 			}
+			if kp != nil && string(key) == kp[0] {
+				keyVal = val
+			}
 			if !isSystemProperty(key) {
 				if members > 0 {
 					body = append(body, ',')
@@ -269,7 +285,13 @@ func parseDocument(b []byte) (parsedDoc, error) {
 			return parsedDoc{}, fmt.Errorf("item %s: %w", docfmt.QuoteShort(id), err)
 		}
 	}
-	return parsedDoc{ID: id, TTL: ttl, Body: body}, nil
+	d := parsedDoc{ID: id, TTL: ttl, Body: body}
+	if kp != nil {
+		if d.Key, err = documentKey(keyVal, kp); err != nil {
+			return parsedDoc{}, fmt.Errorf("%w: item %s: value at partition key path %s: %v", ErrInvalidPartitionKey, docfmt.QuoteShort(id), kp, err)
+		}
+	}
+	return d, nil
 }
 
 // validateID applies the id rules of docfmt.ValidateID; the error wraps

@@ -88,7 +88,7 @@ var ErrNoDatabase = dbfile.ErrNoDatabase
 type itemNotFound struct{ id, container string }
 
 func (e *itemNotFound) Error() string {
-	return fmt.Sprintf("%v: item %q in container %q", ErrNotFound, e.id, e.container)
+	return fmt.Sprintf("%v: item %s in container %q", ErrNotFound, showItem(e.id), e.container)
 }
 
 func (e *itemNotFound) Unwrap() error { return ErrNotFound }

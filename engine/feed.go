@@ -78,9 +78,12 @@ func (o ChangeOp) String() string {
 
 // Change is one entry of a container's change feed.
 type Change struct {
-	Op  ChangeOp
-	ID  string
-	LSN uint64 // position in the container's feed; strictly increasing
+	Op ChangeOp
+	ID string
+	// PartitionKey is the item's partition key value (None in a container
+	// without a partition key path): with ID, the item's identity.
+	PartitionKey PartitionKey
+	LSN          uint64 // position in the container's feed; strictly increasing
 	// PreviousLSN is the LSN of the version this change replaced or
 	// deleted; 0 for a create, and in LatestVersion mode.
 	PreviousLSN uint64

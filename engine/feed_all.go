@@ -57,7 +57,8 @@ func (c *Container) allVersionsPass(ctx context.Context, after *feedlog.Key) (fe
 	}
 	p.load = func(i int) (Change, bool, error) {
 		ch := chs[i]
-		out := Change{Op: ChangeOp(ch.Op), ID: ch.Key.ID, LSN: ch.LSN, PreviousLSN: ch.PrevLSN, TS: ch.Key.T, TTLExpired: ch.Expired,
+		id, pk := splitItemKey(ch.Key.ID)
+		out := Change{Op: ChangeOp(ch.Op), ID: id, PartitionKey: pk, LSN: ch.LSN, PreviousLSN: ch.PrevLSN, TS: ch.Key.T, TTLExpired: ch.Expired,
 			Continuation: ch.Key.Token(c.num)}
 		if ch.Expired {
 			// As for any answer that relies on an item having expired:

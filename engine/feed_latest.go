@@ -65,7 +65,7 @@ func (c *Container) latestPass(after *feedlog.Key) (feedPage, error) {
 			return Change{}, false, nil
 		}
 		it := makeItem(&rec, expires)
-		return Change{Op: ChangeReplace, ID: k.ID, LSN: lsns[i], TS: rec.TS, Body: it.Body, Continuation: k.Token(c.num)}, true, nil
+		return Change{Op: ChangeReplace, ID: it.ID, PartitionKey: it.PartitionKey, LSN: lsns[i], TS: rec.TS, Body: it.Body, Continuation: k.Token(c.num)}, true, nil
 	}
 	return p, nil
 }

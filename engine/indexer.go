@@ -45,6 +45,10 @@ type indexConfig struct {
 	// or a policy such as ExcludedPaths ["/*"]): writes then compute and
 	// set no terms at all.
 	terms bool
+	// idTerms: terms at /id are kept too, in a container with a partition
+	// key, whose primary index is keyed by (key value, id) and so cannot
+	// answer c.id = 'x' across partitions.
+	idTerms bool
 }
 
 // indexed reports whether terms at term path p are kept.
@@ -105,7 +109,7 @@ func (c *Container) setIndexingLocked(props ContainerProperties) {
 	if old := c.ix.cfg.Load(); old != nil {
 		gen = old.gen + 1
 	}
-	cfg := &indexConfig{mode: props.Indexing, gen: gen}
+	cfg := &indexConfig{mode: props.Indexing, gen: gen, idTerms: props.PartitionKeyPath != ""}
 	if props.Indexing != IndexingNone {
 		m, err := props.pathPolicy().Compile()
 		if err != nil {
@@ -181,7 +185,7 @@ func bodyTerms(body []byte, cfg *indexConfig, dst []index.Term) []index.Term {
 	}
 	dst = slices.Grow(dst, len(qt)+2) // +2: room for systemTerms
 	for _, t := range qt {
-		if t.Path != idPath { // the primary index answers for ids (query_id.go)
+		if t.Path != idPath || cfg.idTerms { // the primary index answers for ids (query_id.go)
 			dst = append(dst, index.Term(t))
 		}
 	}

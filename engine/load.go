@@ -122,6 +122,10 @@ func (c *Container) decodeFile(f *segFile, ids *segment.IDArena, d *decodedFile)
 	d.ids = compactor.NewIDFilter(len(entries))
 	for i := range entries {
 		e := &entries[i]
+		if err := c.checkItemKey(e.ID); err != nil {
+			d.err = err
+			return
+		}
 		d.hashes = append(d.hashes, c.idx.Hash(e.ID))
 		d.ids.Add(e.ID)
 		expire := index.Never

@@ -12,12 +12,22 @@ import (
 
 // propsJSON is ContainerProperties in Cosmos DB's JSON shape:
 // {"id":"c","defaultTtl":3600,"indexingPolicy":{"indexingMode":"consistent"},
-// "changeFeedPolicy":{"retentionDuration":1440}} (minutes).
+// "changeFeedPolicy":{"retentionDuration":1440}} (minutes),
+// "partitionKey":{"paths":["/tenant"],"kind":"Hash","version":2}.
 type propsJSON struct {
 	ID               string            `json:"id"`
 	DefaultTTL       json.RawMessage   `json:"defaultTtl,omitempty"`
 	IndexingPolicy   *indexingJSON     `json:"indexingPolicy,omitempty"`
 	ChangeFeedPolicy *changeFeedPolicy `json:"changeFeedPolicy,omitempty"`
+	PartitionKey     *partitionKeyJSON `json:"partitionKey,omitempty"`
+}
+
+// partitionKeyJSON is Cosmos DB's partitionKey object (the partition key
+// definition): {"paths":["/tenant"],"kind":"Hash","version":2}.
+type partitionKeyJSON struct {
+	Paths   []string `json:"paths"`
+	Kind    string   `json:"kind,omitempty"`
+	Version int      `json:"version,omitempty"`
 }
 
 // changeFeedPolicy is Cosmos DB's changeFeedPolicy object: the retention
@@ -69,6 +79,9 @@ func (p ContainerProperties) MarshalJSON() ([]byte, error) {
 			mins = maxRetentionMinutes
 		}
 		j.ChangeFeedPolicy = &changeFeedPolicy{RetentionDuration: json.Number(fmt.Sprint(mins))}
+	}
+	if p.PartitionKeyPath != "" {
+		j.PartitionKey = &partitionKeyJSON{Paths: []string{p.PartitionKeyPath}, Kind: "Hash", Version: 2}
 	}
 	j.IndexingPolicy = &indexingJSON{
 		IndexingMode:  p.Indexing.String(),
@@ -122,6 +135,24 @@ func (p *ContainerProperties) UnmarshalJSON(b []byte) error {
 		}
 		out.IncludedPaths = fromPathJSON(j.IndexingPolicy.IncludedPaths)
 		out.ExcludedPaths = fromPathJSON(j.IndexingPolicy.ExcludedPaths)
+	}
+	if pk := j.PartitionKey; pk != nil {
+		switch {
+		case len(pk.Paths) > 1 || pk.Kind == "MultiHash":
+			return fmt.Errorf("%w: partitionKey %v: hierarchical partition keys (kind MultiHash, more than one path) are not supported", ErrInvalidProperties, pk.Paths)
+		case pk.Kind != "" && pk.Kind != "Hash":
+			return fmt.Errorf("%w: partitionKey kind %q is not Hash", ErrInvalidProperties, pk.Kind)
+		case pk.Version != 0 && pk.Version != 1 && pk.Version != 2:
+			return fmt.Errorf("%w: partitionKey version %d is not 1 or 2", ErrInvalidProperties, pk.Version)
+		case len(pk.Paths) == 1:
+			if pk.Paths[0] == "" {
+				return fmt.Errorf("%w: partitionKey path is empty", ErrInvalidProperties)
+			}
+			if _, err := parseKeyPath(out.ID, pk.Paths[0]); err != nil {
+				return err
+			}
+			out.PartitionKeyPath = pk.Paths[0]
+		}
 	}
 	*p = out
 	return nil

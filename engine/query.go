@@ -45,6 +45,12 @@ type Param struct {
 // policy change, queries scan every live item: the same results, more
 // slowly. Explain tells which.
 func (c *Container) Query(ctx context.Context, sql string, params ...Param) iter.Seq2[Item, error] {
+	return c.query(ctx, sql, params, "")
+}
+
+// query is Query over the items whose item keys start with scope (""
+// every item: a partition's items share a prefix).
+func (c *Container) query(ctx context.Context, sql string, params []Param, scope string) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		if err := c.db.usable(); err != nil {
 			yield(Item{}, err)
@@ -62,7 +68,7 @@ func (c *Container) Query(ctx context.Context, sql string, params ...Param) iter
 			yield(Item{}, err)
 			return
 		}
-		c.runQuery(ctx, q, yield)
+		c.runQuery(ctx, q, scope, yield)
 	}
 }
 
@@ -150,7 +156,10 @@ func (c *Container) planLocked(q *query.Bound) (*query.Plan, string) {
 	usable, why := c.indexUsableLocked()
 	cfg := c.ix.cfg.Load()
 	indexed := func(p string) bool { return usable && cfg.indexed(p) }
-	plan := withoutIDRanges(q.Plan(indexed))
+	plan := q.Plan(indexed)
+	if !cfg.idTerms {
+		plan = withoutIDRanges(plan)
+	}
 	if cfg.mode != IndexingConsistent {
 		if plan.Access != nil {
 			plan.Exact = false
@@ -202,7 +211,10 @@ const walkSlack = 16
 // an index walk for ORDER BY may stop once it holds the window's worth.
 // It checks ctx as it goes (per access node, every few thousand slots) and
 // returns ctx's error once ctx ends.
-func (c *Container) collect(ctx context.Context, q *query.Bound, now int64, mayStop bool) (candidates, error) {
+//
+// With scope not "", only the items whose item keys start with it are
+// candidates (a partition's query).
+func (c *Container) collect(ctx context.Context, q *query.Bound, scope string, now int64, mayStop bool) (candidates, error) {
 	c.advanceInSteps(now)
 	c.settleExpiries()
 	c.mu.RLock()
@@ -224,6 +236,13 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, now int64, mayS
 			return candidates{}, err
 		}
 		c.idx.DropExpired(bm) // one AndNot of the expired set
+	}
+	if scope != "" {
+		if bm == nil {
+			bm = c.idx.PrefixBitmap(scope)
+		} else {
+			bm.And(c.idx.PrefixBitmap(scope))
+		}
 	}
 	out := candidates{plan: plan, exact: plan.Access != nil && plan.Exact}
 	if o := plan.Order; o != nil && o.Indexed && !q.IsCount() {
@@ -361,7 +380,7 @@ func (c *Container) evalAccessLocked(ctx context.Context, a *query.Access) (*roa
 	}
 	switch a.Kind {
 	case query.Eq:
-		if a.Path == idPath {
+		if a.Path == idPath && c.kp == nil {
 			return c.idSlotsLocked(a.Keys), nil
 		}
 		return c.idx.TermEq(a.Path, a.Keys...), nil

@@ -17,12 +17,12 @@ import (
 // windowed and projected.
 
 // runQuery executes q and yields its results.
-func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Item, error) bool) {
+func (c *Container) runQuery(ctx context.Context, q *query.Bound, scope string, yield func(Item, error) bool) {
 	if err := c.db.usable(); err != nil {
 		yield(Item{}, err)
 		return
 	}
-	cands, err := c.collect(ctx, q, c.db.clock.now(), true)
+	cands, err := c.collect(ctx, q, scope, c.db.clock.now(), true)
 	if err != nil {
 		yield(Item{}, err)
 		return
@@ -35,7 +35,7 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 		if c.runWalk(ctx, q, cands, w, yield) {
 			// The stopped walk ran dry (items vanished or moved before
 			// they were read): walk again in full, past what was taken.
-			if cands, err = c.collect(ctx, q, c.db.clock.now(), false); err != nil {
+			if cands, err = c.collect(ctx, q, scope, c.db.clock.now(), false); err != nil {
 				yield(Item{}, err)
 				return
 			}
@@ -47,8 +47,9 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, yield func(Ite
 				c.runSorted(ctx, q, cands, w.rest(), true, yield)
 			}
 		}
-	case cands.plan.Order != nil && cands.plan.Order.Path == idPath:
+	case cands.plan.Order != nil && cands.plan.Order.Path == idPath && c.kp == nil:
 		// Candidates come in id order: ORDER BY c.id reads only the window.
+		// (With a partition key they come in (key value, id) order.)
 		if cands.plan.Order.Desc {
 			slices.Reverse(cands.slots)
 		}
@@ -216,7 +217,8 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 	if w.limit > 0 {
 		w.limit--
 	}
-	return yield(Item{ID: d.rec.ID, TS: d.rec.TS, ETag: docfmt.ETag(d.rec.Seq), ExpiresAt: itemExpiry(d.expires), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
+	id, pk := splitItemKey(d.rec.ID)
+	return yield(Item{ID: id, PartitionKey: pk, TS: d.rec.TS, ETag: docfmt.ETag(d.rec.Seq), ExpiresAt: itemExpiry(d.expires), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
 }
 
 // matches reads slots one by one and calls fn with each item that is live

@@ -107,7 +107,7 @@ func TestVerifyFindsUndecodableBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := op{kind: opUpsert, id: "big", body: []byte(`{"id":"big","n":1e400}`)}
-	if _, err := c.commit(ctx, []op{bad}); err != nil {
+	if _, err := c.commit(ctx, []op{bad}, false); err != nil {
 		t.Fatal(err)
 	}
 	want := func(when, file string) {

@@ -57,7 +57,10 @@ func (db *DB) recover() error {
 			return fmt.Errorf("ebb: manifest: container %q has no policy history: %w", cm.ID, ErrCorrupt)
 		}
 		props := ContainerProperties{ID: cm.ID, DefaultTTL: h.Current(), Indexing: IndexingMode(cm.Indexing), IncludedPaths: cm.Included, ExcludedPaths: cm.Excluded,
-			ChangeFeedRetention: time.Duration(cm.FeedRetention)}
+			ChangeFeedRetention: time.Duration(cm.FeedRetention), PartitionKeyPath: cm.PartitionKey}
+		if _, err := parseKeyPath(cm.ID, cm.PartitionKey); err != nil {
+			return fmt.Errorf("ebb: manifest: %v: %w", err, ErrCorrupt)
+		}
 		if cm.FeedRetention < 0 {
 			return fmt.Errorf("ebb: manifest: container %q: change feed retention %d is negative: %w", cm.ID, cm.FeedRetention, ErrCorrupt)
 		}

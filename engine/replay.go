@@ -120,6 +120,9 @@ func (db *DB) replayEntry(seq uint64, payload []byte) error {
 		if c == nil {
 			continue // its container was deleted
 		}
+		if err := c.checkItemKey(rec.ID); err != nil {
+			return fmt.Errorf("ebb: journal entry %d offset %d: %w", seq, off-n, err)
+		}
 		c.applyRecordLocked(rec, n)
 		if db.raisesFloor(rec.Seq) {
 			db.clock.observe(rec.TS)

@@ -58,6 +58,14 @@ type ContainerProperties struct {
 	// the changes from the next second on. The LatestVersion mode works
 	// either way.
 	ChangeFeedRetention time.Duration
+	// PartitionKeyPath is the container's partition key path, as in Cosmos
+	// DB ("/tenant", "/address/city"); "" means no key: items are
+	// identified by id alone. With a key, an item's identity is its key
+	// value (the document's value at the path, or None when it has none)
+	// and its id: two items may share an id under different key values,
+	// and point calls name both (Container.Partition). One path only:
+	// hierarchical keys are refused. It cannot change after creation.
+	PartitionKeyPath string
 }
 
 func (p ContainerProperties) validate() error {
@@ -74,6 +82,9 @@ func (p ContainerProperties) validate() error {
 		if p.Indexing == IndexingNone {
 			return fmt.Errorf("%w: container %q: defaultTtl %d needs indexing mode consistent or lazy, not none", ErrInvalidProperties, p.ID, *p.DefaultTTL)
 		}
+	}
+	if _, err := parseKeyPath(p.ID, p.PartitionKeyPath); err != nil {
+		return err
 	}
 	if p.ChangeFeedRetention < 0 {
 		return fmt.Errorf("%w: container %q: changeFeedRetention %v is negative (0 turns it off)", ErrInvalidProperties, p.ID, p.ChangeFeedRetention)
@@ -108,6 +119,9 @@ type Item struct {
 	// Body is the stored JSON object with the system properties id, _ts and
 	// _etag. Property order is not preserved.
 	Body []byte
+	// PartitionKey is the item's partition key value: None in a container
+	// without a partition key path.
+	PartitionKey PartitionKey
 }
 
 // Stats describe a container's items at the moment of the call. Expired

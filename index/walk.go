@@ -40,3 +40,20 @@ func (x *Index) LiveFrom(from uint32, limit int, now int64) (out []Slot, next ui
 	}
 	return out, 0, true
 }
+
+// PrefixBitmap returns the slots in use, not marked expired, whose ids
+// start with prefix: the items of one partition of a container with a
+// partition key, whose item keys share a prefix. It visits every slot in
+// use.
+func (x *Index) PrefixBitmap(prefix string) *roaring.Bitmap {
+	bm := roaring.New()
+	it := x.used.Iterator()
+	for it.HasNext() {
+		n := it.Next()
+		if s := x.slots.at(n); len(s.ID) >= len(prefix) && s.ID[:len(prefix)] == prefix {
+			bm.Add(n)
+		}
+	}
+	bm.AndNot(x.expired)
+	return bm
+}

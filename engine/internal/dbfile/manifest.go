@@ -66,6 +66,10 @@ type ContainerMeta struct {
 	// feed may still report, the instant it took effect and the journal
 	// position (the next seq) at that moment; absent when none.
 	FeedMarks []FeedMark `msgpack:"feedMarks,omitempty"`
+	// PartitionKey is ContainerProperties.PartitionKeyPath; absent when
+	// the container has none. Item keys of a container with one are
+	// composites (package engine/internal/pkey).
+	PartitionKey string `msgpack:"partitionKey,omitempty"`
 }
 
 // FeedMark is one entry of ContainerMeta.FeedMarks.

@@ -122,9 +122,11 @@ func (k *Key) Token(container uint32) string {
 		base64.RawURLEncoding.EncodeToString([]byte(k.ID)))
 }
 
-// MaxToken bounds a token's length: an id of 255 characters of up to 4
-// bytes, in base64, and the numbers.
-const MaxToken = 2048
+// MaxToken bounds a token's length: an item key (an id of 255 characters
+// of up to 4 bytes, behind a partition key value of up to 2048 bytes that
+// its encoding may double, package engine/internal/pkey) in base64, and
+// the numbers.
+const MaxToken = 8192
 
 // ParseToken decodes a continuation token of container's feed. Its
 // errors wrap ErrBadToken and say what is wrong.
