@@ -9,6 +9,8 @@
 //	ebb bench [WORKLOAD] [FLAGS]         the benchmark harness (bench/), ebb beside its peers
 //	ebb crashloop [--soak 10m]           kill a writer again and again; check what survives
 //	ebb clock reset DIR                  bring a database's clock back to the wall clock
+//	ebb feed DIR --container C           print a container's change feed
+//	ebb serve [--addr A] [--dir DIR]     serve the Azure Cosmos DB REST API over ebb (HTTPS)
 //
 // The inspector verbs (inspect, dump, verify) open files read-only, never
 // change them and take no lock, so they work while another process has the
@@ -134,7 +136,7 @@ found); 2 usage error, or a directory that is not an ebb database.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newDemoCmd(), newInspectCmd(), newDumpCmd(), newVerifyCmd(), newBenchCmd(), newCrashloopCmd())
-	root.AddCommand(newClockCmd(), newFeedCmd())
+	root.AddCommand(newClockCmd(), newFeedCmd(), newServeCmd())
 	return root
 }
 
