@@ -32,20 +32,10 @@ func (q *request) account() *apiError {
 		"readableLocations":            loc,
 		"enableMultipleWriteLocations": false,
 		"userReplicationPolicy":        map[string]any{"asyncReplication": false, "minReplicaSetSize": 1, "maxReplicasetSize": 4},
-		"userConsistencyPolicy":        map[string]any{"defaultConsistencyLevel": "Session"},
+		"userConsistencyPolicy":        map[string]any{"defaultConsistencyLevel": "Strong"},
 		"systemReplicationPolicy":      map[string]any{"minReplicaSetSize": 1, "maxReplicasetSize": 4},
 		"readPolicy":                   map[string]any{"primaryReadCoefficient": 1, "secondaryReadCoefficient": 1},
 		"queryEngineConfiguration":     `{"maxSqlQueryInputLength":524288,"maxJoinsPerSqlQuery":0,"maxLogicalAndPerSqlQuery":100000,"maxLogicalOrPerSqlQuery":100000,"maxUdfRefPerSqlQuery":0,"maxInExpressionItemsCount":100000,"queryMaxInMemorySortDocumentCount":500,"maxQueryRequestTimeoutFraction":0.9,"sqlAllowNonFiniteNumbers":false,"sqlAllowAggregateFunctions":true,"sqlAllowSubQuery":false,"sqlAllowScalarSubQuery":false,"allowNewKeywordsAsIdentifiers":true,"enableSpatialIndexing":false,"maxSpatialQueryCells":0,"spatialMaxGeometryPointCount":0,"sqlDisableOptimizationFlags":0,"sqlEnableParameterizedQueryCache":false}`,
 	})
 }
 
-// offers answers the offers feed: throughput is accepted and ignored, so
-// there are no offers; a query or list finds none, and an offer read is a
-// 404.
-func (q *request) offers() *apiError {
-	if !q.rt.feed {
-		return errorf(http.StatusNotFound, "%s (ebb serve keeps no offers: throughput is accepted and ignored)", msgNotFound)
-	}
-	q.noteRead()
-	return q.replyJSON(http.StatusOK, map[string]any{"_rid": "", "Offers": []any{}, "_count": 0})
-}

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -72,8 +73,8 @@ func parseAuth(h string) (authToken, error) {
 	switch {
 	case t.typ == "":
 		return authToken{}, fmt.Errorf("the authorization header has no type (expected type=master)")
-	case !strings.EqualFold(t.typ, "master"):
-		return authToken{}, fmt.Errorf("the authorization header has type %q: ebb serve accepts only master-key tokens (type=master)", shorten(t.typ))
+	case !strings.EqualFold(t.typ, "master") && !strings.EqualFold(t.typ, "aad"):
+		return authToken{}, fmt.Errorf("the authorization header has type %q: ebb serve accepts master-key tokens (type=master) and the emulator's AAD tokens (type=aad)", shorten(t.typ))
 	case t.ver != "1.0":
 		return authToken{}, fmt.Errorf("the authorization header has ver %q, not 1.0", shorten(t.ver))
 	case t.sig == "":
@@ -106,6 +107,9 @@ func checkAuth(r *http.Request, key []byte, rt route, now time.Time) *authError 
 	if perr != nil {
 		return &authError{http.StatusUnauthorized, fmt.Sprintf("the x-ms-date header %q is not an RFC 1123 date (Mon, 02 Jan 2006 15:04:05 GMT)", shorten(date))}
 	}
+	if strings.EqualFold(tok.typ, "aad") {
+		return checkAAD(tok.sig, key, now)
+	}
 	want := signature(key, r.Method, rt.kind, rt.addr, date)
 	if !hmac.Equal([]byte(want), []byte(tok.sig)) {
 		payload := strings.ReplaceAll(stringToSign(r.Method, rt.kind, rt.addr, date), "\n", `\n`)
@@ -114,6 +118,34 @@ func checkAuth(r *http.Request, key []byte, rt route, now time.Time) *authError 
 	if d := now.Sub(when); d > maxClockSkew || d < -maxClockSkew {
 		return &authError{http.StatusForbidden, fmt.Sprintf("The authorization token is not valid at the current time. Please create another token and retry (token start time: %s, token expiry time: %s, current server time: %s).",
 			when.UTC().Format(http.TimeFormat), when.Add(maxClockSkew).UTC().Format(http.TimeFormat), now.UTC().Format(http.TimeFormat))}
+	}
+	return nil
+}
+
+// checkAAD accepts an AAD token as the Cosmos DB emulator does: a JWT whose
+// signature part is the base64url encoding of the master key (in its base64
+// form), and whose exp, if any, is not past.
+func checkAAD(token string, key []byte, now time.Time) *authError {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return &authError{http.StatusUnauthorized, "the AAD token is not a JWT (header.payload.signature)"}
+	}
+	want := base64.RawURLEncoding.EncodeToString([]byte(base64.StdEncoding.EncodeToString(key)))
+	if !hmac.Equal([]byte(strings.TrimRight(parts[2], "=")), []byte(want)) {
+		return &authError{http.StatusUnauthorized, "the AAD token is not signed as the emulator expects: its signature part must be the base64url encoding of the master key"}
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return &authError{http.StatusUnauthorized, "the AAD token's payload is not base64url"}
+	}
+	var claims struct {
+		Exp *int64 `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return &authError{http.StatusUnauthorized, "the AAD token's payload is not JSON"}
+	}
+	if claims.Exp != nil && now.Unix() >= *claims.Exp {
+		return &authError{http.StatusUnauthorized, "the AAD token has expired"}
 	}
 	return nil
 }

@@ -155,7 +155,8 @@ func collJSON(dm *dbMeta, id string, m *collMeta, props engine.ContainerProperti
 	return out
 }
 
-// throughput reads the throughput headers, which are accepted and ignored.
+// throughput reads the throughput headers, which are accepted, kept for
+// the offers API, and otherwise ignored.
 func (q *request) throughput(m *collMeta) *apiError {
 	if v := q.r.Header.Get("x-ms-offer-throughput"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -55,6 +55,10 @@ func (q *request) createDatabase() *apiError {
 	if aerr := validateResourceID("database", body.ID); aerr != nil {
 		return aerr
 	}
+	var tp collMeta
+	if aerr := q.throughput(&tp); aerr != nil {
+		return aerr
+	}
 	s := q.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,6 +78,7 @@ func (q *request) createDatabase() *apiError {
 	s.nextDB++
 	m := &dbMeta{ID: body.ID, RID: s.nextDB, TS: s.clock().Unix(), Seq: 1, Containers: map[string]*collMeta{}}
 	m.ETag = etagOf(m.Seq)
+	m.Throughput, m.Autoscale = tp.Throughput, tp.Autoscale
 	d, err := s.openDatabase(dir, m)
 	if err == nil {
 		if err = writeMeta(dir, m); err != nil {

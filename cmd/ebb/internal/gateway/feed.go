@@ -61,6 +61,9 @@ func (q *request) changeFeed() *apiError {
 	if v := q.r.Header.Get("If-Modified-Since"); v != "" {
 		t, err := http.ParseTime(v)
 		if err != nil {
+			t, err = time.Parse(time.RFC1123, v)
+		}
+		if err != nil {
 			t, err = time.Parse(time.RFC3339, v)
 		}
 		if err != nil {

@@ -23,6 +23,10 @@ type dbMeta struct {
 	ETag string `json:"etag"`
 	// NextColl numbers the containers' rids.
 	NextColl   uint32               `json:"nextColl"`
+	// Throughput and Autoscale are the database's shared throughput, as
+	// for a container.
+	Throughput int64 `json:"throughput,omitempty"`
+	Autoscale  bool  `json:"autoscale,omitempty"`
 	Containers map[string]*collMeta `json:"containers"`
 }
 
