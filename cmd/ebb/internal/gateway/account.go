@@ -38,4 +38,3 @@ func (q *request) account() *apiError {
 		"queryEngineConfiguration":     `{"maxSqlQueryInputLength":524288,"maxJoinsPerSqlQuery":0,"maxLogicalAndPerSqlQuery":100000,"maxLogicalOrPerSqlQuery":100000,"maxUdfRefPerSqlQuery":0,"maxInExpressionItemsCount":100000,"queryMaxInMemorySortDocumentCount":500,"maxQueryRequestTimeoutFraction":0.9,"sqlAllowNonFiniteNumbers":false,"sqlAllowAggregateFunctions":true,"sqlAllowSubQuery":false,"sqlAllowScalarSubQuery":false,"allowNewKeywordsAsIdentifiers":true,"enableSpatialIndexing":false,"maxSpatialQueryCells":0,"spatialMaxGeometryPointCount":0,"sqlDisableOptimizationFlags":0,"sqlEnableParameterizedQueryCache":false}`,
 	})
 }
-

@@ -94,4 +94,3 @@ func TestAuthAAD(t *testing.T) {
 		t.Errorf("expired token: %q", msg)
 	}
 }
-

@@ -22,11 +22,11 @@ type dbMeta struct {
 	Seq  uint64 `json:"seq"` // the last etag sequence handed out in this database
 	ETag string `json:"etag"`
 	// NextColl numbers the containers' rids.
-	NextColl   uint32               `json:"nextColl"`
+	NextColl uint32 `json:"nextColl"`
 	// Throughput and Autoscale are the database's shared throughput, as
 	// for a container.
-	Throughput int64 `json:"throughput,omitempty"`
-	Autoscale  bool  `json:"autoscale,omitempty"`
+	Throughput int64                `json:"throughput,omitempty"`
+	Autoscale  bool                 `json:"autoscale,omitempty"`
 	Containers map[string]*collMeta `json:"containers"`
 }
 

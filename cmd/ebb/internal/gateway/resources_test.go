@@ -82,10 +82,10 @@ func TestContainers(t *testing.T) {
 	e := newEnv(t)
 	e.mkdb("d")
 	c := e.mkcoll("d", map[string]any{
-		"id":             "orders",
-		"partitionKey":   map[string]any{"paths": []string{"/tenant"}, "kind": "Hash"},
-		"defaultTtl":     3600,
-		"indexingPolicy": map[string]any{"indexingMode": "consistent", "automatic": true, "includedPaths": []any{map[string]any{"path": "/*"}}, "excludedPaths": []any{map[string]any{"path": `/"_etag"/?`}, map[string]any{"path": "/big/*"}}},
+		"id":              "orders",
+		"partitionKey":    map[string]any{"paths": []string{"/tenant"}, "kind": "Hash"},
+		"defaultTtl":      3600,
+		"indexingPolicy":  map[string]any{"indexingMode": "consistent", "automatic": true, "includedPaths": []any{map[string]any{"path": "/*"}}, "excludedPaths": []any{map[string]any{"path": `/"_etag"/?`}, map[string]any{"path": "/big/*"}}},
 		"uniqueKeyPolicy": map[string]any{"uniqueKeys": []any{}},
 	})
 	pkdef := c["partitionKey"].(map[string]any)
