@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/ebbdb/ebb/engine"
@@ -34,8 +35,10 @@ const maxBatchOps = 100
 // x-ms-cosmos-is-batch-request): every operation in one partition, all or
 // nothing. Reads and patches are resolved first (a patch becomes a replace
 // conditioned on the etag it read), then the writes commit as one engine
-// batch. 200 with every result, or 207 with the failed operation's status
-// and 424 for the others.
+// batch. A read of an item written earlier in the batch answers that
+// write's result. Two writes of one item in a batch are refused (400 for
+// the second), a rule of the engine's batches. 200 with every result, or
+// 207 with the failed operation's status and 424 for the others.
 func (q *request) batch() *apiError {
 	ic, aerr := q.itemContainer()
 	if aerr != nil {
@@ -63,6 +66,11 @@ func (q *request) batch() *apiError {
 	results := make([]batchResult, len(ops))
 	b := p.NewBatch()
 	var engineIdx []int // engine batch position -> operation index
+	// written maps an id written earlier in the batch to its operation (-1:
+	// deleted), so that a later read sees that write, as the service
+	// applies operations in order.
+	written := map[string]int{}
+	readsAfter := map[int]int{} // read operation -> the write it reads
 	for i, op := range ops {
 		var opts []engine.WriteOption
 		if op.IfMatch != "" && op.IfMatch != "*" {
@@ -70,6 +78,14 @@ func (q *request) batch() *apiError {
 		}
 		switch strings.ToLower(op.OperationType) {
 		case "read":
+			if j, ok := written[op.ID]; ok {
+				if j < 0 {
+					return q.batchFailed(results, i, errorf(http.StatusNotFound, "%s", msgNotFound))
+				}
+				readsAfter[i] = j
+				results[i].StatusCode = http.StatusOK
+				continue
+			}
 			it, err := p.Read(ctx, op.ID)
 			if err != nil {
 				return q.batchFailed(results, i, fromEngine(err))
@@ -114,6 +130,14 @@ func (q *request) batch() *apiError {
 			return errorf(http.StatusBadRequest, "batch operation %d has operationType %q: expected Create, Upsert, Replace, Delete, Read or Patch", i, shorten(op.OperationType))
 		}
 		engineIdx = append(engineIdx, i)
+		switch id, ok := docID(op.ResourceBody); {
+		case strings.EqualFold(op.OperationType, "delete"):
+			written[op.ID] = -1
+		case strings.EqualFold(op.OperationType, "patch"):
+			written[op.ID] = i
+		case ok:
+			written[id] = i
+		}
 	}
 	if len(engineIdx) > 0 {
 		items, err := ic.c.ExecuteBatch(ctx, b)
@@ -132,6 +156,13 @@ func (q *request) batch() *apiError {
 			results[i].ETag = items[j].ETag
 			if results[i].StatusCode != http.StatusNoContent && !minimal {
 				results[i].ResourceBody = ic.render(items[j])
+			}
+		}
+		for i, j := range readsAfter {
+			k := slices.Index(engineIdx, j)
+			if k >= 0 && k < len(items) {
+				results[i].ETag = items[k].ETag
+				results[i].ResourceBody = ic.render(items[k])
 			}
 		}
 		q.noteWrite()
