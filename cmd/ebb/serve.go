@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,9 @@ import (
 // certPath is where ebb serve hands out its certificate, as the Cosmos DB
 // emulator does, without authentication.
 const certPath = "/_explorer/emulator.pem"
+
+// testHookHandler, when set (by tests), wraps the server's handler.
+var testHookHandler func(http.Handler) http.Handler
 
 // shutdownGrace bounds how long in-flight requests may take to finish
 // after SIGINT or SIGTERM.
@@ -114,11 +118,15 @@ func serve(ctx context.Context, cmd *cobra.Command, c serveConfig) error {
 		w.Write(certPEM)
 	})
 	mux.Handle("/", gw)
+	var handler http.Handler = mux
+	if testHookHandler != nil {
+		handler = testHookHandler(handler)
+	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          nil,
+		ErrorLog:          log.New(cmd.ErrOrStderr(), "ebb serve: ", 0),
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeTLS(ln, "", "") }()
