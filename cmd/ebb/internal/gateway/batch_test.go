@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"testing"
 )
 
@@ -51,6 +52,30 @@ func TestBatch(t *testing.T) {
 	if got["n"].(float64) != 11 {
 		t.Errorf("patch in batch: %v", got)
 	}
+
+	// Operations apply in order, each seeing the ones before, several on
+	// one item included.
+	ops = []any{
+		map[string]any{"operationType": "Create", "resourceBody": map[string]any{"id": "new", "tenant": "b", "n": 1}},
+		map[string]any{"operationType": "Upsert", "resourceBody": map[string]any{"id": "up", "tenant": "b"}},
+		map[string]any{"operationType": "Replace", "id": "old", "resourceBody": map[string]any{"id": "old", "tenant": "b", "n": 5}},
+		map[string]any{"operationType": "Patch", "id": "new", "resourceBody": map[string]any{"operations": []any{map[string]any{"op": "incr", "path": "/n", "value": 10}}}},
+		map[string]any{"operationType": "Read", "id": "new"},
+		map[string]any{"operationType": "Delete", "id": "up"},
+	}
+	r = e.must(e.do("POST", docsPath, ops, hdr...), http.StatusOK)
+	res = batchOf(t, r)
+	if got := statuses(res); !reflect.DeepEqual(got, []int{201, 201, 200, 200, 200, 204}) {
+		t.Fatalf("statuses %v", got)
+	}
+	if rb := res[4]["resourceBody"].(map[string]any); rb["n"].(float64) != 11 || rb["_etag"] != res[4]["eTag"] {
+		t.Errorf("read of new: %v", res[4])
+	}
+	e.do("GET", docsPath+"/up", nil, pk("b")...).errBody(t, http.StatusNotFound)
+	if got := e.must(e.do("GET", docsPath+"/new", nil, pk("b")...), http.StatusOK).json(t); got["n"].(float64) != 11 {
+		t.Errorf("new after the batch: %v", got)
+	}
+	e.must(e.do("DELETE", docsPath+"/new", nil, pk("b")...), http.StatusNoContent)
 
 	// One failure: 207, its status, 424 for the others, nothing written.
 	ops = []any{

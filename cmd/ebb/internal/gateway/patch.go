@@ -37,6 +37,26 @@ const patchRetries = 8
 // systemProps are dropped from a document before it is written back.
 var systemProps = []string{"_rid", "_self", "_etag", "_ts", "_attachments"}
 
+// parsePatch reads a patch body: {"condition": ..., "operations": [...]}
+// or, as the JavaScript SDK sends it, the bare array of operations.
+func parsePatch(b []byte) (patchSpec, *apiError) {
+	var spec patchSpec
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 {
+		return spec, errorf(http.StatusBadRequest, "the patch body is empty; {\"operations\":[...]} is expected")
+	}
+	var err error
+	if t[0] == '[' {
+		err = json.Unmarshal(t, &spec.Operations)
+	} else {
+		err = json.Unmarshal(t, &spec)
+	}
+	if err != nil {
+		return spec, errorf(http.StatusBadRequest, "the patch is not {\"condition\":...,\"operations\":[...]} or an array of operations: %v", err)
+	}
+	return spec, spec.check()
+}
+
 func (s patchSpec) check() *apiError {
 	if len(s.Operations) == 0 {
 		return errorf(http.StatusBadRequest, "the patch has no operations")
@@ -340,11 +360,12 @@ func (q *request) patchItem() *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	var spec patchSpec
-	if aerr := q.jsonBody(&spec); aerr != nil {
+	body, aerr := q.body()
+	if aerr != nil {
 		return aerr
 	}
-	if aerr := spec.check(); aerr != nil {
+	spec, aerr := parsePatch(body)
+	if aerr != nil {
 		return aerr
 	}
 	p, aerr := q.pointScope(ic.c)

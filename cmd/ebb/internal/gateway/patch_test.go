@@ -61,6 +61,11 @@ func TestPatch(t *testing.T) {
 		}
 	}
 	e.do("PATCH", docsPath+"/nope", ops, pk("x")...).errBody(t, http.StatusNotFound)
+	// The JavaScript SDK sends the operations as a bare array.
+	got = e.must(e.do("PATCH", docsPath+"/a", `[{"op":"incr","path":"/count","value":2}]`, pk("x")...), http.StatusOK).json(t)
+	if got["count"].(float64) != 6 {
+		t.Errorf("bare array patch: %v", got)
+	}
 	e.do("PATCH", docsPath+"/a", "not json", pk("x")...).errBody(t, http.StatusBadRequest)
 	// Nothing of the refused patches was written.
 	got = e.must(e.do("GET", docsPath+"/a", nil, pk("x")...), http.StatusOK).json(t)
