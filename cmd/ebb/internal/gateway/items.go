@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -278,5 +277,3 @@ func (q *request) deleteItem() *apiError {
 	q.noteWrite()
 	return q.reply(http.StatusNoContent, nil)
 }
-
-var _ = errors.Is

@@ -11,7 +11,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -431,5 +430,3 @@ func (s *Server) databaseIDs() []string {
 	sort.Strings(ids)
 	return ids
 }
-
-var _ = context.Background
