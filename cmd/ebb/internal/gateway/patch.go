@@ -30,9 +30,11 @@ type patchOp struct {
 // maxPatchOps is Cosmos DB's limit of operations in one patch.
 const maxPatchOps = 10
 
-// patchRetries bounds the read-apply-replace rounds a patch makes when a
-// concurrent write changes the item between its read and its replace.
-const patchRetries = 8
+// patchRetries bounds the read-apply-replace rounds a patch (or a batch)
+// makes when a concurrent write changes the item between its read and its
+// write. Every round that loses does so to a write that won, so a round is
+// lost at most once per concurrent writer; the bound only stops a livelock.
+const patchRetries = 100
 
 // systemProps are dropped from a document before it is written back.
 var systemProps = []string{"_rid", "_self", "_etag", "_ts", "_attachments"}
