@@ -31,7 +31,8 @@ type Param struct {
 // slot marked expired with one AndNot, and each item is checked against
 // the clock again when it is read. Results come in ORDER BY order (ties
 // by id) or, without ORDER BY, in id order, so OFFSET and LIMIT page
-// deterministically.
+// deterministically. In a container with a partition key path, "id order"
+// is partition key order, then id order (see Items).
 //
 // Each yielded Item carries the source item's ID, TS and ETag; Body is the
 // projection (the whole document for SELECT *). A COUNT yields one Item
