@@ -283,3 +283,40 @@ func TestPartitionChangeFeed(t *testing.T) {
 		t.Errorf("from token 1 after reopen: %q", got)
 	}
 }
+
+// TestPartitionScopeExact: a partition's query and listing hold exactly its
+// items, whether they start from the index's terms at the key path
+// (consistent indexing) or from the item keys: a nested key path whose
+// object repeats the name (the last one is the key, while the index may
+// hold a term for each) and None, which has no term.
+func TestPartitionScopeExact(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []engine.IndexingMode{engine.IndexingConsistent, engine.IndexingNone} {
+		db := openTest(t, t.TempDir(), newFakeClock(t0))
+		c := mustCreateContainer(t, db, engine.ContainerProperties{ID: "k", PartitionKeyPath: "/a/b", Indexing: mode})
+		for _, doc := range []string{
+			`{"id":"x","a":{"b":"p","b":"q"}}`, // key "q"
+			`{"id":"y","a":{"b":"p"}}`,
+			`{"id":"z","a":{"c":"p"}}`, // None
+			`{"id":"w"}`,               // None
+		} {
+			if _, err := c.Create(ctx, []byte(doc)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitIndexed(t, c)
+		for _, tc := range []struct {
+			key  engine.PartitionKey
+			want string
+		}{{engine.StringKey("p"), `["p"]/y`}, {engine.StringKey("q"), `["q"]/x`}, {engine.NoneKey(), `[{}]/w [{}]/z`}} {
+			p := c.Partition(tc.key)
+			if got := strings.Join(rows(t, p.Query(ctx, `SELECT * FROM c`)), " "); got != tc.want {
+				t.Errorf("%v: query of %v = %q, want %q", mode, tc.key, got, tc.want)
+			}
+			if got := strings.Join(itemNames(t, p.Items(ctx)), " "); got != tc.want {
+				t.Errorf("%v: Items of %v = %q, want %q", mode, tc.key, got, tc.want)
+			}
+		}
+		db.Close()
+	}
+}
