@@ -14,8 +14,10 @@ import (
 // answersAfterClose are the exported methods that keep answering normally
 // after Close, as their doc comments say: Close itself (nil again), the
 // container's own description (ID, Properties), and NewBatch, which only
-// builds a value (ExecuteBatch then returns ErrClosed).
-var answersAfterClose = map[string]bool{"DB.Close": true, "Container.ID": true, "Container.Properties": true, "Container.NewBatch": true}
+// builds a value (ExecuteBatch then returns ErrClosed), as do
+// Container.Partition and Partition.NewBatch; Partition.Key describes it.
+var answersAfterClose = map[string]bool{"DB.Close": true, "Container.ID": true, "Container.Properties": true, "Container.NewBatch": true,
+	"Container.Partition": true, "Partition.Key": true, "Partition.NewBatch": true}
 
 // TestCallsAfterClose walks every exported method of DB and Container (by
 // reflection, so that a method added later is covered too) on a closed DB.
@@ -33,7 +35,7 @@ func TestCallsAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	methods := 0
-	for _, recv := range []any{db, c} {
+	for _, recv := range []any{db, c, c.Partition(engine.NoneKey())} {
 		rv := reflect.ValueOf(recv)
 		rt := rv.Type()
 		for i := range rt.NumMethod() {

@@ -336,11 +336,11 @@ func itemExpiry(expires int64) int64 {
 // deleted or expired meanwhile is skipped and one written meanwhile is
 // yielded in its newest version.
 func (c *Container) Items(ctx context.Context) iter.Seq2[Item, error] {
-	return c.items(ctx, "")
+	return c.items(ctx, scope{})
 }
 
-// items is Items over the items whose item keys start with scope.
-func (c *Container) items(ctx context.Context, scope string) iter.Seq2[Item, error] {
+// items is Items over the items in scope sc (the zero scope: every item).
+func (c *Container) items(ctx context.Context, sc scope) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		if err := c.db.usable(); err != nil {
 			yield(Item{}, err)
@@ -354,11 +354,13 @@ func (c *Container) items(ctx context.Context, scope string) iter.Seq2[Item, err
 			yield(Item{}, c.notFound())
 			return
 		}
-		snap := c.idx.Live(now) // leaves out items expired by now, marked or not
-		c.mu.RUnlock()
-		if scope != "" {
-			snap = inScope(snap, scope)
+		var snap []index.Slot
+		if sc.prefix == "" {
+			snap = c.idx.Live(now) // leaves out items expired by now, marked or not
+		} else {
+			snap = c.scopeSlotsLocked(sc, now)
 		}
+		c.mu.RUnlock()
 		c.settleExpiries()
 		for i := range snap {
 			if err := ctx.Err(); err != nil {

@@ -35,6 +35,22 @@
 // Options.MaxBatchOperations operations and MaxBatchBytes bytes of
 // documents (100 and 2 MiB by default, as in Cosmos DB).
 //
+// # Partition keys
+//
+//	c, err := db.CreateContainer(ctx, engine.ContainerProperties{ID: "orders", PartitionKeyPath: "/tenant"})
+//	p := c.Partition(engine.StringKey("acme"))
+//	it, err := p.Read(ctx, "o1") // the item (["acme"], "o1")
+//
+// A container with ContainerProperties.PartitionKeyPath identifies an item
+// by its partition key value (the document's value at the path, None when
+// it has none) and its id, as Cosmos DB does. Container.Partition scopes
+// point calls, batches, queries and listings to one key value;
+// Container.Create, Upsert and Replace take the key from the document,
+// while Container.Read, Delete and NewBatch, which cannot, fail with
+// ErrInvalidPartitionKey there. Container.Query and Items cover every
+// partition, in key then id order. A container without a key path behaves
+// as before; its one partition is NoneKey().
+//
 // # Durability
 //
 // Every write is appended to a journal (a folder named journal under dir) and

@@ -336,6 +336,13 @@ func genOp(rng *rand.Rand) modelOp {
 		if rng.IntN(2) == 0 {
 			ids = rng.Perm(8)[:len(ids)]
 		}
+		if modelKeyed(c) { // a batch is in one partition: ids p0..p9
+			p := ids[0] / 10 * 10
+			for i := range ids {
+				ids[i] = p + ids[i]%10
+			}
+			ids = dedup(ids)
+		}
 		for _, id := range ids {
 			kind := []opKind{opUpsert, opUpsert, opUpsert, opCreate, opCreate, opReplace, opDelete}[rng.IntN(7)]
 			s := genWrite(rng, kind, c, id)
@@ -402,7 +409,15 @@ var badTTLs = []string{`0`, `null`, `1.5`, `"10"`, `true`, `{}`, `-2`, `21474836
 // modelDoc returns the JSON of a document and the user properties a read of it
 // must show (everything but _ts and _etag).
 func modelDoc(id string, ttl int32, val int, sys bool) ([]byte, map[string]any) {
+	return modelDocWith(id, ttl, val, sys, nil)
+}
+
+// modelDocWith is modelDoc with extra properties set by extra.
+func modelDocWith(id string, ttl int32, val int, sys bool, extra func(map[string]any)) ([]byte, map[string]any) {
 	m := map[string]any{"id": id, "v": val, "pad": strings.Repeat("x", val%300)}
+	if extra != nil {
+		extra(m)
+	}
 	if ttl != 0 {
 		m["ttl"] = ttl
 	}
@@ -613,11 +628,13 @@ func (r *modelRun) background() {
 		}
 		r.dbMu.RLock()
 		if db := r.db; db != nil {
-			c, err := db.Container(containerName(rng.IntN(modelContainers)))
+			k := rng.IntN(modelContainers)
+			c, err := db.Container(containerName(k))
 			if err == nil {
 				switch p := rng.IntN(10); {
 				case p < 7:
-					_, err := c.Read(r.ctx, itemID(rng.IntN(modelIDs)))
+					p, eid := part(k, c, itemID(rng.IntN(modelIDs)))
+					_, err := p.Read(r.ctx, eid)
 					bad("Read", err)
 				case p < 9:
 					if st := c.Stats(); st.Items < 0 || st.ExpiredPending < 0 {
@@ -673,7 +690,7 @@ func (r *modelRun) exec(op modelOp) error {
 			return r.orStale(op, err)
 		}
 		if op.kind == opItems {
-			return r.checkItems(mc, c)
+			return r.checkItems(op.c, mc, c)
 		}
 		return r.checkStats(mc, c, false)
 	case opClock:
@@ -685,7 +702,7 @@ func (r *modelRun) exec(op modelOp) error {
 		if err != nil || mc == nil {
 			return r.orStale(op, err)
 		}
-		return r.compact(mc, c)
+		return r.compact(op.c, mc, c)
 	case opCompactAll:
 		for k := range modelContainers {
 			mc, c, err := r.cont(k)
@@ -693,7 +710,7 @@ func (r *modelRun) exec(op modelOp) error {
 				return err
 			}
 			if mc != nil {
-				if err := r.compact(mc, c); err != nil {
+				if err := r.compact(k, mc, c); err != nil {
 					return err
 				}
 			}
@@ -747,18 +764,13 @@ func (r *modelRun) orStale(op modelOp, err error) error {
 		return nil
 	}
 	id := itemID(op.id)
-	doc, _ := modelDoc(id, op.ttl, op.val, false)
+	doc, _ := keyedDoc(op.c, id, op.ttl, op.val, false)
 	switch op.kind {
 	case opRead:
-		_, err = c.Read(r.ctx, id)
-	case opCreate:
-		_, err = c.Create(r.ctx, doc)
-	case opUpsert:
-		_, err = c.Upsert(r.ctx, doc)
-	case opReplace:
-		_, err = c.Replace(r.ctx, doc)
-	case opDelete:
-		err = c.Delete(r.ctx, id)
+		p, eid := part(op.c, c, id)
+		_, err = p.Read(r.ctx, eid)
+	case opCreate, opUpsert, opReplace, opDelete:
+		_, err = r.writeItem(op.c, c, op.kind, id, doc, op.val%2 == 0)
 	case opItems:
 		for _, e := range c.Items(r.ctx) {
 			err = e
@@ -777,7 +789,7 @@ func (r *modelRun) orStale(op modelOp, err error) error {
 	case opCompact:
 		err = c.Compact(r.ctx)
 	case opBatch:
-		_, err = c.ExecuteBatch(r.ctx, new(engine.Batch).Upsert(doc))
+		_, err = c.ExecuteBatch(r.ctx, newBatch(op.c, c, id).Upsert(doc))
 	default:
 		return nil
 	}
@@ -875,7 +887,10 @@ func (r *modelRun) checkItem(what string, got engine.Item, want *refItem, id str
 }
 
 func (r *modelRun) checkRead(k int, mc *refContainer, c *engine.Container, id string) error {
-	it, err := c.Read(r.ctx, id)
+	it, err := r.readItem(k, c, id)
+	if d := (*diffItems)(nil); errors.As(err, &d) {
+		return err
+	}
 	want := mc.items[id]
 	if want == nil {
 		if !errors.Is(err, engine.ErrNotFound) {
@@ -901,23 +916,16 @@ func (r *modelRun) write(op modelOp) error {
 		return r.orStale(op, err)
 	}
 	id := itemID(op.id)
-	doc, body := modelDoc(id, op.ttl, op.val, op.sys)
+	doc, body := keyedDoc(op.c, id, op.ttl, op.val, op.sys)
 	etag, has := r.resolveEtag(mc, id, op.etag)
 	var opts []engine.WriteOption
 	if has {
 		opts = append(opts, engine.IfMatch(etag))
 	}
 	want := mc.expect(op.kind, id, has, etag)
-	var it engine.Item
-	switch op.kind {
-	case opCreate:
-		it, err = c.Create(r.ctx, doc, opts...)
-	case opUpsert:
-		it, err = c.Upsert(r.ctx, doc, opts...)
-	case opReplace:
-		it, err = c.Replace(r.ctx, doc, opts...)
-	case opDelete:
-		err = c.Delete(r.ctx, id, opts...)
+	it, err := r.writeItem(op.c, c, op.kind, id, doc, op.val%2 == 0, opts...)
+	if d := (*diffItems)(nil); errors.As(err, &d) {
+		return err
 	}
 	if e := r.outcome(op.kind.String(), want, err); e != nil {
 		return e
@@ -949,7 +957,7 @@ func (r *modelRun) read(op modelOp) error {
 	// A handle to a deleted incarnation of the container must not see the
 	// new one.
 	if s := r.stale[op.c]; s != nil {
-		if _, err := s.Read(r.ctx, id); !errors.Is(err, engine.ErrNotFound) {
+		if p, eid := part(op.c, s, id); !errors.Is(func() error { _, err := p.Read(r.ctx, eid); return err }(), engine.ErrNotFound) {
 			return classErr("read through a deleted container's handle: got "+errName(err)+", want ErrNotFound", "%s/%s: %v", containerName(op.c), id, err)
 		}
 	}
@@ -961,7 +969,10 @@ func (r *modelRun) batch(op modelOp) error {
 	if err != nil || mc == nil {
 		return r.orStale(op, err)
 	}
-	b := new(engine.Batch)
+	if len(op.sub) == 0 {
+		return nil
+	}
+	b := newBatch(op.c, c, itemID(op.sub[0].id))
 	bodies := make([]map[string]any, len(op.sub))
 	var want error
 	for i, s := range op.sub {
@@ -972,7 +983,7 @@ func (r *modelRun) batch(op modelOp) error {
 			opts = append(opts, engine.IfMatch(etag))
 		}
 		var doc []byte
-		doc, bodies[i] = modelDoc(id, s.ttl, s.val, s.sys)
+		doc, bodies[i] = keyedDoc(op.c, id, s.ttl, s.val, s.sys)
 		switch s.kind {
 		case opCreate:
 			b.Create(doc, opts...)
@@ -981,14 +992,15 @@ func (r *modelRun) batch(op modelOp) error {
 		case opReplace:
 			b.Replace(doc, opts...)
 		case opDelete:
-			b.Delete(id, opts...)
+			_, eid := modelIdent(op.c, id)
+			b.Delete(eid, opts...)
 		}
 		if want == nil {
 			want = mc.expect(s.kind, id, has, etag)
 		}
 	}
 	if op.dup && len(op.sub) > 0 {
-		doc, _ := modelDoc(itemID(op.sub[0].id), 0, 1, false)
+		doc, _ := keyedDoc(op.c, itemID(op.sub[0].id), 0, 1, false)
 		b.Upsert(doc)
 		want = engine.ErrInvalidDocument
 	}
@@ -1009,7 +1021,11 @@ func (r *modelRun) batch(op modelOp) error {
 				delete(mc.items, id)
 				continue
 			}
-			if err := r.accept("batch "+s.kind.String(), mc, id, s.ttl, bodies[i], items[i]); err != nil {
+			it, err := r.fromEngine(op.c, items[i])
+			if err != nil {
+				return err
+			}
+			if err := r.accept("batch "+s.kind.String(), mc, id, s.ttl, bodies[i], it); err != nil {
 				return err
 			}
 		}
@@ -1023,11 +1039,14 @@ func (r *modelRun) batch(op modelOp) error {
 	return nil
 }
 
-func (r *modelRun) checkItems(mc *refContainer, c *engine.Container) error {
+func (r *modelRun) checkItems(k int, mc *refContainer, c *engine.Container) error {
 	var got []engine.Item
 	for it, err := range c.Items(r.ctx) {
 		if err != nil {
 			return classErr("items: error", "%v", err)
+		}
+		if it, err = r.fromEngine(k, it); err != nil {
+			return err
 		}
 		got = append(got, it)
 	}
@@ -1121,7 +1140,7 @@ func (r *modelRun) clock(op modelOp) error {
 			if op.id%2 == 0 {
 				return r.checkStats(mc, c, false)
 			}
-			if _, err := c.Read(r.ctx, "never-written"); !errors.Is(err, engine.ErrNotFound) {
+			if _, err := c.Partition(engine.NoneKey()).Read(r.ctx, "never-written"); !errors.Is(err, engine.ErrNotFound) {
 				return classErr("read: got "+errName(err)+", want ErrNotFound", "%s/never-written: %v", c.ID(), err)
 			}
 			return nil
@@ -1152,11 +1171,11 @@ func (r *modelRun) setTTL(op modelOp) error {
 	return r.checkStats(mc, c, false)
 }
 
-func (r *modelRun) compact(mc *refContainer, c *engine.Container) error {
+func (r *modelRun) compact(k int, mc *refContainer, c *engine.Container) error {
 	if err := c.Compact(r.ctx); err != nil {
 		return classErr("compact: error", "%s: %v", c.ID(), err)
 	}
-	if err := r.checkItems(mc, c); err != nil {
+	if err := r.checkItems(k, mc, c); err != nil {
 		return err
 	}
 	return r.checkStats(mc, c, true)
@@ -1239,10 +1258,10 @@ func (r *modelRun) checkAll() error {
 		if mc == nil {
 			continue
 		}
-		if p := c.Properties(); !sameDefaultTTL(p.DefaultTTL, mc.dttl) || p.ID != containerName(k) {
+		if p := c.Properties(); !sameDefaultTTL(p.DefaultTTL, mc.dttl) || p.ID != containerName(k) || (p.PartitionKeyPath != "") != modelKeyed(k) {
 			return classErr("properties: wrong", "%s: %+v, want DefaultTTL %s", containerName(k), p, ttlString(mc.dttl))
 		}
-		if err := r.checkItems(mc, c); err != nil {
+		if err := r.checkItems(k, mc, c); err != nil {
 			return err
 		}
 		if err := r.checkStats(mc, c, false); err != nil {
@@ -1260,7 +1279,11 @@ func (r *modelRun) checkAll() error {
 
 func (r *modelRun) createContainer(op modelOp) error {
 	name := containerName(op.c)
-	c, err := r.db.CreateContainer(r.ctx, engine.ContainerProperties{ID: name, DefaultTTL: ttlPtr(op.dttl)})
+	props := engine.ContainerProperties{ID: name, DefaultTTL: ttlPtr(op.dttl)}
+	if modelKeyed(op.c) {
+		props.PartitionKeyPath = modelKeyPath
+	}
+	c, err := r.db.CreateContainer(r.ctx, props)
 	if r.m.conts[op.c] != nil {
 		return r.outcome("create-container", engine.ErrConflict, err)
 	}
@@ -1268,10 +1291,10 @@ func (r *modelRun) createContainer(op modelOp) error {
 		return e
 	}
 	r.m.conts[op.c] = newRefContainer(op.dttl)
-	if p := c.Properties(); !sameDefaultTTL(p.DefaultTTL, op.dttl) || p.ID != name {
+	if p := c.Properties(); !sameDefaultTTL(p.DefaultTTL, op.dttl) || p.ID != name || p.PartitionKeyPath != props.PartitionKeyPath {
 		return classErr("properties: wrong after CreateContainer", "%+v, want DefaultTTL %s", p, ttlString(op.dttl))
 	}
-	return r.checkItems(r.m.conts[op.c], c)
+	return r.checkItems(op.c, r.m.conts[op.c], c)
 }
 
 func (r *modelRun) deleteContainer(op modelOp) error {
@@ -1301,15 +1324,13 @@ func (r *modelRun) badTTL(op modelOp) error {
 		return err
 	}
 	id := itemID(op.id)
-	doc := []byte(fmt.Sprintf(`{"id":%q,"v":1,"ttl":%s}`, id, badTTLs[op.val%len(badTTLs)]))
-	switch op.val % 3 {
-	case 0:
-		_, err = c.Create(r.ctx, doc)
-	case 1:
-		_, err = c.Upsert(r.ctx, doc)
-	default:
-		_, err = c.Replace(r.ctx, doc)
+	pk, eid := modelIdent(op.c, id)
+	pkProp := ""
+	if !pk.IsNone() {
+		pkProp = fmt.Sprintf(`,"pk":%s`, strings.Trim(pk.String(), "[]"))
 	}
+	doc := []byte(fmt.Sprintf(`{"id":%q,"v":1%s,"ttl":%s}`, eid, pkProp, badTTLs[op.val%len(badTTLs)]))
+	_, err = r.writeItem(op.c, c, []opKind{opCreate, opUpsert, opReplace}[op.val%3], id, doc, op.val%2 == 0)
 	if e := r.outcome("bad-ttl", engine.ErrInvalidTTL, err); e != nil {
 		return e
 	}
@@ -1334,6 +1355,10 @@ func (r *modelRun) badProps(op modelOp) error {
 		p.Indexing = engine.IndexingNone
 	default:
 		p.ID += "x"
+		if op.val%8 == 3 { // a new partition key path (or one where there was none)
+			p.ID = containerName(op.c)
+			p.PartitionKeyPath += "/other"
+		}
 	}
 	if e := r.outcome("bad-props", engine.ErrInvalidProperties, c.SetProperties(r.ctx, p)); e != nil {
 		return e

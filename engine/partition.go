@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/ebbdb/ebb/engine/internal/pkey"
+	"github.com/ebbdb/ebb/engine/query"
 	"github.com/ebbdb/ebb/index"
 )
 
@@ -127,22 +129,70 @@ func (p *Partition) Items(ctx context.Context) iter.Seq2[Item, error] {
 	return p.c.items(ctx, p.scope())
 }
 
-// scope is the item-key prefix that selects p's items, or "" for every
-// item (the None partition of a container without a key path).
-func (p *Partition) scope() string { return p.prefix }
+// scope selects p's items: every item for the None partition of a
+// container without a key path.
+func (p *Partition) scope() scope { return scope{prefix: p.prefix, key: p.pk.k} }
+
+// scope is the part of a container a query runs over: the items whose item
+// keys start with prefix, the partition of key; every item when prefix is
+// "".
+type scope struct {
+	prefix string
+	key    pkey.Key
+}
+
+// scopeBitmapLocked returns the slots of the live (not marked expired)
+// items in scope s. When the index is consistent, ready and keeps terms at
+// the key path, it starts from the slots whose value there is s's key
+// (None has no term: it scans); else it looks at every slot's item key.
+// c.mu is held.
+func (c *Container) scopeBitmapLocked(s scope) *roaring.Bitmap {
+	cfg := c.ix.cfg.Load()
+	path := query.TermPath(c.kp...)
+	if usable, _ := c.indexUsableLocked(); usable && cfg.mode == IndexingConsistent && cfg.indexed(path) {
+		if k, ok := query.Key(keyValue(s.key)); ok && s.key.Kind != pkey.None {
+			bm := c.idx.TermEq(path, k)
+			c.idx.KeepPrefix(bm, s.prefix) // exact whatever the terms say
+			c.idx.DropExpired(bm)
+			return bm
+		}
+	}
+	return c.idx.PrefixBitmap(s.prefix)
+}
+
+// keyValue is k as a query value (None: undefined, which has no key).
+func keyValue(k pkey.Key) query.Value {
+	switch k.Kind {
+	case pkey.Null:
+		return query.NullValue()
+	case pkey.False:
+		return query.BoolValue(false)
+	case pkey.True:
+		return query.BoolValue(true)
+	case pkey.Number:
+		return query.NumberValue(k.N)
+	case pkey.String:
+		return query.StringValue(k.S)
+	}
+	return query.Value{}
+}
 
 // failSeq yields err once.
 func failSeq(err error) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) { yield(Item{}, err) }
 }
 
-// inScope is the run of slots, sorted by item key, whose keys start with
-// scope.
-func inScope(slots []index.Slot, scope string) []index.Slot {
-	lo, _ := slices.BinarySearchFunc(slots, scope, func(s index.Slot, k string) int { return strings.Compare(s.ID, k) })
-	hi := lo
-	for hi < len(slots) && strings.HasPrefix(slots[hi].ID, scope) {
-		hi++
+// scopeSlotsLocked returns the slots of the items in scope sc live at
+// now, sorted by item key; c.mu is held.
+func (c *Container) scopeSlotsLocked(sc scope, now int64) []index.Slot {
+	bm := c.scopeBitmapLocked(sc)
+	out := make([]index.Slot, 0, bm.GetCardinality())
+	it := bm.Iterator()
+	for it.HasNext() {
+		if s, ok := c.idx.SlotAt(it.Next(), now); ok {
+			out = append(out, s)
+		}
 	}
-	return slots[lo:hi]
+	slices.SortFunc(out, func(a, b index.Slot) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }

@@ -31,7 +31,8 @@ type Param struct {
 // slot marked expired with one AndNot, and each item is checked against
 // the clock again when it is read. Results come in ORDER BY order (ties
 // by id) or, without ORDER BY, in id order, so OFFSET and LIMIT page
-// deterministically.
+// deterministically. In a container with a partition key path, "id order"
+// is partition key order, then id order (see Items).
 //
 // Each yielded Item carries the source item's ID, TS and ETag; Body is the
 // projection (the whole document for SELECT *). A COUNT yields one Item
@@ -45,12 +46,11 @@ type Param struct {
 // policy change, queries scan every live item: the same results, more
 // slowly. Explain tells which.
 func (c *Container) Query(ctx context.Context, sql string, params ...Param) iter.Seq2[Item, error] {
-	return c.query(ctx, sql, params, "")
+	return c.query(ctx, sql, params, scope{})
 }
 
-// query is Query over the items whose item keys start with scope (""
-// every item: a partition's items share a prefix).
-func (c *Container) query(ctx context.Context, sql string, params []Param, scope string) iter.Seq2[Item, error] {
+// query is Query over the items in scope sc (the zero scope: every item).
+func (c *Container) query(ctx context.Context, sql string, params []Param, sc scope) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		if err := c.db.usable(); err != nil {
 			yield(Item{}, err)
@@ -68,7 +68,7 @@ func (c *Container) query(ctx context.Context, sql string, params []Param, scope
 			yield(Item{}, err)
 			return
 		}
-		c.runQuery(ctx, q, scope, yield)
+		c.runQuery(ctx, q, sc, yield)
 	}
 }
 
@@ -212,9 +212,8 @@ const walkSlack = 16
 // It checks ctx as it goes (per access node, every few thousand slots) and
 // returns ctx's error once ctx ends.
 //
-// With scope not "", only the items whose item keys start with it are
-// candidates (a partition's query).
-func (c *Container) collect(ctx context.Context, q *query.Bound, scope string, now int64, mayStop bool) (candidates, error) {
+// Only the items in scope sc are candidates (a partition's query).
+func (c *Container) collect(ctx context.Context, q *query.Bound, sc scope, now int64, mayStop bool) (candidates, error) {
 	c.advanceInSteps(now)
 	c.settleExpiries()
 	c.mu.RLock()
@@ -237,11 +236,11 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, scope string, n
 		}
 		c.idx.DropExpired(bm) // one AndNot of the expired set
 	}
-	if scope != "" {
+	if sc.prefix != "" {
 		if bm == nil {
-			bm = c.idx.PrefixBitmap(scope)
+			bm = c.scopeBitmapLocked(sc)
 		} else {
-			bm.And(c.idx.PrefixBitmap(scope))
+			bm.And(c.scopeBitmapLocked(sc))
 		}
 	}
 	out := candidates{plan: plan, exact: plan.Access != nil && plan.Exact}

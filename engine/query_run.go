@@ -17,12 +17,12 @@ import (
 // windowed and projected.
 
 // runQuery executes q and yields its results.
-func (c *Container) runQuery(ctx context.Context, q *query.Bound, scope string, yield func(Item, error) bool) {
+func (c *Container) runQuery(ctx context.Context, q *query.Bound, sc scope, yield func(Item, error) bool) {
 	if err := c.db.usable(); err != nil {
 		yield(Item{}, err)
 		return
 	}
-	cands, err := c.collect(ctx, q, scope, c.db.clock.now(), true)
+	cands, err := c.collect(ctx, q, sc, c.db.clock.now(), true)
 	if err != nil {
 		yield(Item{}, err)
 		return
@@ -35,7 +35,7 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, scope string, 
 		if c.runWalk(ctx, q, cands, w, yield) {
 			// The stopped walk ran dry (items vanished or moved before
 			// they were read): walk again in full, past what was taken.
-			if cands, err = c.collect(ctx, q, scope, c.db.clock.now(), false); err != nil {
+			if cands, err = c.collect(ctx, q, sc, c.db.clock.now(), false); err != nil {
 				yield(Item{}, err)
 				return
 			}

@@ -57,3 +57,23 @@ func (x *Index) PrefixBitmap(prefix string) *roaring.Bitmap {
 	bm.AndNot(x.expired)
 	return bm
 }
+
+// KeepPrefix removes from bm, in place, every slot whose id does not start
+// with prefix (or that is not in use).
+func (x *Index) KeepPrefix(bm *roaring.Bitmap, prefix string) {
+	var drop []uint32
+	it := bm.Iterator()
+	for it.HasNext() {
+		n := it.Next()
+		if !x.used.Contains(n) {
+			drop = append(drop, n)
+			continue
+		}
+		if s := x.slots.at(n); len(s.ID) < len(prefix) || s.ID[:len(prefix)] != prefix {
+			drop = append(drop, n)
+		}
+	}
+	for _, n := range drop {
+		bm.Remove(n)
+	}
+}

@@ -87,7 +87,7 @@ func dumpLine(w io.Writer, kind tool.FileKind, r *tool.DumpRecord, values bool) 
 	if kind == tool.FileJournal {
 		at = fmt.Sprintf("#%d", r.Entry)
 	}
-	line := fmt.Sprintf("%-10d %-7s %-10d %-6s %-4d %-10d %-5s %-6d %s", r.Offset, at, r.Seq, r.Op, r.Container, r.TS, fmtItemTTL(r.TTL), r.Size, quoteID(r.ID))
+	line := fmt.Sprintf("%-10d %-7s %-10d %-6s %-4d %-10d %-5s %-6d %s", r.Offset, at, r.Seq, r.Op, r.Container, r.TS, fmtItemTTL(r.TTL), r.Size, showID(r.ID, r.PartitionKey))
 	if values {
 		if doc := r.Document(); doc != nil {
 			line += " " + string(doc)
@@ -95,6 +95,15 @@ func dumpLine(w io.Writer, kind tool.FileKind, r *tool.DumpRecord, values bool) 
 	}
 	_, err := fmt.Fprintln(w, line)
 	return err
+}
+
+// showID is an item's id (quoteID) followed, in a container with a
+// partition key, by " pk=" and the key's header form: `x pk=["a"]`.
+func showID(id, key string) string {
+	if key == "" {
+		return quoteID(id)
+	}
+	return quoteID(id) + " pk=" + key
 }
 
 // quoteID quotes an id when it holds spaces or characters that would make

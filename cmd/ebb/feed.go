@@ -103,6 +103,6 @@ func printChange(w io.Writer, ch *tool.FeedChange, asJSON bool) error {
 	if ch.Body != nil {
 		body = string(ch.Body)
 	}
-	_, err := fmt.Fprintf(w, "%-20d %-7s %-20s %s prev=%d %s %s\n", ch.LSN, op, ch.ID, fmtTime(ch.TS), ch.PreviousLSN, body, ch.Continuation)
+	_, err := fmt.Fprintf(w, "%-20d %-7s %-20s %s prev=%d %s %s\n", ch.LSN, op, showID(ch.ID, ch.PartitionKey), fmtTime(ch.TS), ch.PreviousLSN, body, ch.Continuation)
 	return err
 }

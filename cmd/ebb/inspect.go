@@ -81,6 +81,11 @@ func printReport(w io.Writer, rep *tool.Report) error {
 		}
 		p.flush(t)
 		for _, c := range rep.Containers {
+			if c.PartitionKeyPath != "" {
+				p.printf("%s partition key path: %s\n", c.ID, c.PartitionKeyPath)
+			}
+		}
+		for _, c := range rep.Containers {
 			if len(c.History) > 1 {
 				p.printf("%s policy history:", c.ID)
 				for _, h := range c.History {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
+	"github.com/ebbdb/ebb/engine/internal/pkey"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/segment"
@@ -31,9 +32,13 @@ type DumpRecord struct {
 	Seq       uint64 `json:"seq"`
 	TS        int64  `json:"_ts"`
 	// TTL is the item's own ttl: 0 when absent, -1, or seconds.
-	TTL  int32  `json:"ttl"`
-	ID   string `json:"id"`
-	Size int    `json:"size"`
+	TTL int32  `json:"ttl"`
+	ID  string `json:"id"`
+	// PartitionKey is the item's partition key value in header form
+	// (`["a"]`, `[{}]` for None), "" for an item of a container without a
+	// partition key.
+	PartitionKey string `json:"partitionKey,omitempty"`
+	Size         int    `json:"size"`
 	// Offset is where the record is in the file: the offset of its block in
 	// a segment file, of its entry in a journal file.
 	Offset int64 `json:"offset"`
@@ -55,11 +60,17 @@ func (r *DumpRecord) Document() []byte {
 	return docfmt.Render(nil, r.Body, r.TS, docfmt.ETag(r.Seq))
 }
 
-func dumpRecord(rec *segment.Record, size int, offset int64) DumpRecord {
+// dumpRecord describes rec; an item key that does not decode (package
+// engine/internal/pkey) is damage, an error wrapping segment.ErrCorrupt.
+func dumpRecord(rec *segment.Record, size int, offset int64) (DumpRecord, error) {
+	id, key, err := pkey.Show(rec.ID)
+	if err != nil {
+		return DumpRecord{}, fmt.Errorf("ebb: record at offset %d (seq %d): %v: %w", offset, rec.Seq, err, segment.ErrCorrupt)
+	}
 	return DumpRecord{
 		Op: rec.Op.String(), Container: rec.Container, Seq: rec.Seq, TS: rec.TS, TTL: rec.TTL,
-		ID: rec.ID, Size: size, Offset: offset, Body: rec.Body,
-	}
+		ID: id, PartitionKey: key, Size: size, Offset: offset, Body: rec.Body,
+	}, nil
 }
 
 // DumpFile decodes a segment or journal file without opening its database:
@@ -140,7 +151,11 @@ func dumpSegment(path string) iter.Seq2[DumpRecord, error] {
 				yield(DumpRecord{}, err)
 				return
 			}
-			d := dumpRecord(&at.Record, segment.RecordSize(&at.Record), at.Offset)
+			d, err := dumpRecord(&at.Record, segment.RecordSize(&at.Record), at.Offset)
+			if err != nil {
+				yield(DumpRecord{}, err)
+				return
+			}
 			d.Handle = at.Handle.String()
 			if !yield(d, nil) {
 				return
@@ -167,7 +182,11 @@ func dumpJournal(path string) iter.Seq2[DumpRecord, error] {
 					yield(DumpRecord{}, entryRecordError(path, e, off, err))
 					return
 				}
-				d := dumpRecord(&rec, n, e.Offset)
+				d, err := dumpRecord(&rec, n, e.Offset)
+				if err != nil {
+					yield(DumpRecord{}, err)
+					return
+				}
 				d.Entry = k
 				if !yield(d, nil) {
 					return

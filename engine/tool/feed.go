@@ -9,6 +9,7 @@ import (
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/internal/feedlog"
+	"github.com/ebbdb/ebb/engine/internal/pkey"
 	"github.com/ebbdb/ebb/policy"
 	"github.com/ebbdb/ebb/segment"
 )
@@ -33,8 +34,11 @@ type FeedOptions struct {
 // FeedChange is one change as Feed reports it: the engine's
 // engine.Change, with Op as a word ("create", "replace" or "delete").
 type FeedChange struct {
-	Op           string `json:"op"`
-	ID           string `json:"id"`
+	Op string `json:"op"`
+	ID string `json:"id"`
+	// PartitionKey is the item's partition key value in header form
+	// (`["a"]`, `[{}]` for None), "" in a container without a key.
+	PartitionKey string `json:"partitionKey,omitempty"`
 	LSN          uint64 `json:"lsn"`
 	PreviousLSN  uint64 `json:"previousLsn,omitempty"`
 	TS           int64  `json:"ts"`
@@ -118,7 +122,11 @@ func Feed(dir string, opts FeedOptions) (*FeedPage, error) {
 		if ch.Key.T < cutoff || (after != nil && feedlog.Compare(&ch.Key, after) <= 0) {
 			continue
 		}
-		out := FeedChange{Op: feedOps[ch.Op], ID: ch.Key.ID, LSN: ch.LSN, PreviousLSN: ch.PrevLSN, TS: ch.Key.T,
+		id, key, err := pkey.Show(ch.Key.ID)
+		if err != nil {
+			return nil, fmt.Errorf("ebb: change feed of container %q: %v: %w", cm.ID, err, segment.ErrCorrupt)
+		}
+		out := FeedChange{Op: feedOps[ch.Op], ID: id, PartitionKey: key, LSN: ch.LSN, PreviousLSN: ch.PrevLSN, TS: ch.Key.T,
 			TTLExpired: ch.Expired, Continuation: ch.Key.Token(cm.Num)}
 		if ch.Op != feedlog.OpDelete {
 			if out.Body, err = bodies(&src.Versions[ch.Ver]); err != nil {
@@ -171,7 +179,11 @@ func latestFeed(src *feedlog.Source, bodies func(*feedlog.Version) ([]byte, erro
 		if err != nil {
 			return nil, err
 		}
-		page.Changes = append(page.Changes, FeedChange{Op: "replace", ID: v.ID, LSN: lsn, TS: v.TS, Body: body, Continuation: k.Token(num)})
+		id, pk, err := pkey.Show(v.ID)
+		if err != nil {
+			return nil, fmt.Errorf("ebb: change feed: %v: %w", err, segment.ErrCorrupt)
+		}
+		page.Changes = append(page.Changes, FeedChange{Op: "replace", ID: id, PartitionKey: pk, LSN: lsn, TS: v.TS, Body: body, Continuation: k.Token(num)})
 	}
 	return page, nil
 }

@@ -63,6 +63,9 @@ type ContainerReport struct {
 	DefaultTTL *int32 `json:"default_ttl"`
 	// Indexing is "consistent", "lazy" or "none".
 	Indexing string `json:"indexing"`
+	// PartitionKeyPath is the container's partition key path ("/tenant"),
+	// "" when it has none.
+	PartitionKeyPath string `json:"partition_key_path,omitempty"`
 	// History is the policy history: each DefaultTTL and when it started.
 	// After more than a few changes the entries before the newest are
 	// condensed into up to three that expire exactly the same items.
@@ -366,12 +369,13 @@ func (s *snapshot) reportContainer(rep *Report, ci int) ContainerReport {
 	cm := &s.man.Containers[ci]
 	j := &judge{h: dbfile.ToHistory(cm.History), now: rep.Now, newest: s.rebuild(ci)}
 	cr := ContainerReport{
-		ID:         cm.ID,
-		Num:        cm.Num,
-		DefaultTTL: j.h.Current(),
-		Indexing:   dbfile.IndexingName(cm.Indexing),
-		History:    []PolicyChange{},
-		Segments:   []SegmentReport{},
+		ID:               cm.ID,
+		Num:              cm.Num,
+		DefaultTTL:       j.h.Current(),
+		Indexing:         dbfile.IndexingName(cm.Indexing),
+		PartitionKeyPath: cm.PartitionKey,
+		History:          []PolicyChange{},
+		Segments:         []SegmentReport{},
 	}
 	for _, c := range j.h {
 		cr.History = append(cr.History, PolicyChange{At: c.At, DefaultTTL: c.DefaultTTL})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
+	"github.com/ebbdb/ebb/engine/internal/pkey"
 	"github.com/ebbdb/ebb/engine/journal"
 	"github.com/ebbdb/ebb/engine/vfs"
 	"github.com/ebbdb/ebb/segment"
@@ -250,7 +251,13 @@ func (v *verifier) segmentProblem(rel string, err error) {
 // replay can start where the MANIFEST says.
 func (v *verifier) journal() {
 	s := v.s
-	var next uint64 // seq the next file must start with; 0 before the first
+	var next uint64                    // seq the next file must start with; 0 before the first
+	keyedNums := make(map[uint32]bool) // container number → has a partition key
+	if s.man != nil {
+		for _, cm := range s.man.Containers {
+			keyedNums[cm.Num] = cm.PartitionKey != ""
+		}
+	}
 	for i, f := range s.journal {
 		v.rep.Checked.JournalFiles++
 		v.rep.Checked.JournalEntries += f.entries
@@ -292,6 +299,11 @@ func (v *verifier) journal() {
 		for j := range f.recs {
 			r := &f.recs[j]
 			where := fmt.Sprintf("entry seq %d record %d (%s %q)", r.seq, r.index, r.rec.Op, r.rec.ID)
+			if keyed, ok := keyedNums[r.rec.Container]; ok {
+				if err := pkey.CheckItemKey(r.rec.ID, keyed); err != nil {
+					v.problem(f.rel, r.offset, where, "%v", err)
+				}
+			}
 			if r.rec.Seq != r.seq {
 				v.problem(f.rel, r.offset, where, "record carries seq %d", r.rec.Seq)
 			}
@@ -330,12 +342,16 @@ func (v *verifier) rebuild() {
 		return
 	}
 	for ci := range s.man.Containers {
+		keyed := s.man.Containers[ci].PartitionKey != ""
 		seen := make(map[string]*segView) // id and seq → the file holding it
 		for _, sv := range s.segs {
 			if sv.cont != ci {
 				continue
 			}
 			for n, e := range sv.index {
+				if err := pkey.CheckItemKey(e.ID, keyed); err != nil {
+					v.problem(sv.rel, -1, fmt.Sprintf("index entry %d (%s seq %d)", n, e.Op, e.Seq), "%v", err)
+				}
 				key := e.ID + "\x00" + strconv.FormatUint(e.Seq, 10)
 				if other, ok := seen[key]; ok && other != sv {
 					v.problem(sv.rel, -1, fmt.Sprintf("index entry %d (%s %q seq %d)", n, e.Op, e.ID, e.Seq),

@@ -367,3 +367,32 @@ func Split(s string) (Key, string, error) {
 	}
 	return k, rest, nil
 }
+
+// CheckItemKey reports whether item key s fits a container with a
+// partition key (keyed) or without one: a composite that decodes, or a
+// plain id that does not start with Marker. It does not check a plain id
+// further.
+func CheckItemKey(s string, keyed bool) error {
+	if !keyed {
+		if IsComposite(s) {
+			return fmt.Errorf("%w: %s: a container without a partition key holds a composite item key", ErrBadItemKey, docfmt.QuoteShort(s))
+		}
+		return nil
+	}
+	_, _, err := Split(s)
+	return err
+}
+
+// Show is how the offline tools show item key s: the id, and the
+// partition key's header form ("" for a plain id). A composite that does
+// not decode is an error wrapping ErrBadItemKey.
+func Show(s string) (id, key string, err error) {
+	if !IsComposite(s) {
+		return s, "", nil
+	}
+	k, id, err := Split(s)
+	if err != nil {
+		return "", "", err
+	}
+	return id, k.String(), nil
+}
