@@ -1,12 +1,3 @@
-// Package gateway serves the Azure Cosmos DB NoSQL REST API over ebb: the
-// routes, master-key authentication, headers, status codes and error bodies
-// that the Cosmos DB SDKs use, with one engine.DB per Cosmos database.
-//
-// Layout of Config.Dir: one folder per database, named by dirName, holding
-// meta.json (the sidecar: rids, timestamps, etags and the container
-// properties the engine does not keep, written atomically) and data/ (the
-// engine's directory). A folder without a readable meta.json is a database
-// whose creation did not finish and is removed at start.
 package gateway
 
 import (
