@@ -101,13 +101,13 @@ func fromEngine(err error) *apiError {
 		}
 		return errorf(http.StatusBadRequest, "%s", ttlMessage(te.Value))
 	case errors.Is(err, engine.ErrNotFound):
-		return errorf(http.StatusNotFound, "%s", msgNotFound)
+		return errorf(http.StatusNotFound, "%s (%s)", msgNotFound, clean(err))
 	case errors.Is(err, engine.ErrConflict):
-		return errorf(http.StatusConflict, "%s", msgConflict)
+		return errorf(http.StatusConflict, "%s (%s)", msgConflict, clean(err))
 	case errors.Is(err, engine.ErrPreconditionFailed):
-		return errorf(http.StatusPreconditionFailed, "%s", msgPrecondition)
+		return errorf(http.StatusPreconditionFailed, "%s (%s)", msgPrecondition, clean(err))
 	case errors.Is(err, engine.ErrInvalidPartitionKey):
-		msg := strings.TrimPrefix(err.Error(), "ebb: ")
+		msg := clean(err)
 		if strings.Contains(err.Error(), "differs from") {
 			msg = msgWrongPK + " (" + msg + ")"
 		}
