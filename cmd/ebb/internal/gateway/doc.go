@@ -37,7 +37,9 @@
 // else across partitions, which needs
 // x-ms-documentdb-query-enablecrosspartition and, as the service's gateway,
 // refuses ORDER BY, aggregates, TOP, OFFSET and LIMIT there (400, substatus
-// 1004). Cross-partition rows come in creation order.
+// 1004). Cross-partition rows come in creation order. A query plan request
+// (x-ms-cosmos-is-query-plan-request) gets a plan with the one range "0"
+// for the queries a gateway serves across partitions.
 //
 // # Limits
 //

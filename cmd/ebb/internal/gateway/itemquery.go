@@ -125,6 +125,13 @@ func (q *request) runItemQuery(spec querySpec, readFeed bool) *apiError {
 	if aerr != nil {
 		return aerr
 	}
+	if isTrue(q.r.Header.Get("x-ms-cosmos-is-query-plan-request")) {
+		return q.queryPlan(bound)
+	}
+	rangeID := q.r.Header.Get("x-ms-documentdb-partitionkeyrangeid")
+	if rangeID != "" && rangeID != "0" {
+		return errorf(http.StatusBadRequest, "partition key range %q does not exist: ebb serve has one range, \"0\"", shorten(rangeID))
+	}
 	pkPath := ic.c.Properties().PartitionKeyPath
 	cross := false
 	if !hasKey && pkPath != "" {
@@ -135,7 +142,7 @@ func (q *request) runItemQuery(spec querySpec, readFeed bool) *apiError {
 		}
 	}
 	if cross && !readFeed {
-		if !isTrue(q.r.Header.Get("x-ms-documentdb-query-enablecrosspartition")) {
+		if !isTrue(q.r.Header.Get("x-ms-documentdb-query-enablecrosspartition")) && rangeID == "" {
 			return errorf(http.StatusBadRequest, "%s", msgCrossPartitionDisabled)
 		}
 		_, _, ordered := bound.OrderBy()
@@ -296,4 +303,29 @@ func inCreationOrder(ctx context.Context, c *engine.Container, rows iter.Seq2[en
 			}
 		}
 	}, nil
+}
+
+// queryPlan answers a query plan request (x-ms-cosmos-is-query-plan-request,
+// which the JavaScript, Python and .NET SDKs send before a cross-partition
+// query): for a query a gateway serves across partitions, a plan with
+// nothing for the client to do and the one range; for ORDER BY, aggregates,
+// TOP, OFFSET or LIMIT, which would need a rewritten query per range, a 400
+// that says to name the partition.
+func (q *request) queryPlan(b *query.Bound) *apiError {
+	_, _, ordered := b.OrderBy()
+	skip, limit := b.Window()
+	if ordered || b.IsCount() || skip > 0 || limit >= 0 {
+		return errorf(http.StatusBadRequest, "ebb serve gives query plans only for queries without ORDER BY, aggregates, TOP, OFFSET or LIMIT; run this one in one partition (give the partition key)")
+	}
+	q.noteRead()
+	return q.replyJSON(http.StatusOK, map[string]any{
+		"partitionedQueryExecutionInfoVersion": 2,
+		"queryInfo": map[string]any{
+			"distinctType": "None", "top": nil, "offset": nil, "limit": nil,
+			"orderBy": []any{}, "orderByExpressions": []any{}, "groupByExpressions": []any{},
+			"groupByAliases": []any{}, "aggregates": []any{}, "groupByAliasToAggregateType": map[string]any{},
+			"rewrittenQuery": "", "hasSelectValue": false, "dCountInfo": nil, "hasNonStreamingOrderBy": false,
+		},
+		"queryRanges": []any{map[string]any{"min": "", "max": "FF", "isMinInclusive": true, "isMaxInclusive": false}},
+	})
 }

@@ -118,3 +118,24 @@ func TestQueryCrossPartition(t *testing.T) {
 		t.Errorf("read feed: %d items", n)
 	}
 }
+
+// TestQueryPlan: the plan the JavaScript, Python and .NET SDKs ask for
+// before a cross-partition query, and the per-range query that follows.
+func TestQueryPlan(t *testing.T) {
+	e := newItemsEnv(t)
+	fill(t, e, 4)
+	plan := []string{"x-ms-cosmos-is-query-plan-request", "True", "x-ms-cosmos-supported-query-features", "OrderBy"}
+	p := e.must(e.query(docsPath, "SELECT * FROM c WHERE c.n > 0", nil, plan...), http.StatusOK).json(t)
+	if p["partitionedQueryExecutionInfoVersion"] == nil || len(p["queryRanges"].([]any)) != 1 {
+		t.Errorf("plan %v", p)
+	}
+	msg := e.query(docsPath, "SELECT * FROM c ORDER BY c.n", nil, plan...).errBody(t, http.StatusBadRequest)
+	if !strings.Contains(msg, "query plans only for queries without ORDER BY") {
+		t.Errorf("plan of ORDER BY: %q", msg)
+	}
+	r := e.must(e.query(docsPath, "SELECT * FROM c WHERE c.n > 0", nil, "x-ms-documentdb-partitionkeyrangeid", "0"), http.StatusOK)
+	if got := ids(t, docs(t, r)); !reflect.DeepEqual(got, []string{"01", "02", "03"}) {
+		t.Errorf("range 0: %v", got)
+	}
+	e.query(docsPath, "SELECT * FROM c", nil, "x-ms-documentdb-partitionkeyrangeid", "7").errBody(t, http.StatusBadRequest)
+}
