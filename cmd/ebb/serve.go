@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ebbdb/ebb/cmd/ebb/internal/gateway"
+	"github.com/ebbdb/ebb/engine"
 	"github.com/spf13/cobra"
 )
 
@@ -24,6 +25,12 @@ const certPath = "/_explorer/emulator.pem"
 
 // testHookHandler, when set (by tests), wraps the server's handler.
 var testHookHandler func(http.Handler) http.Handler
+
+// blockCachePerDatabase bounds each database's block cache: every Cosmos
+// database is an engine.DB with a cache of its own, and the engine's
+// default (an eighth of the machine's memory) is for one database per
+// process.
+const blockCachePerDatabase = 64 << 20
 
 // shutdownGrace bounds how long in-flight requests may take to finish
 // after SIGINT or SIGTERM.
@@ -101,7 +108,7 @@ func serve(ctx context.Context, cmd *cobra.Command, c serveConfig) error {
 		temp = true
 		defer os.RemoveAll(dir)
 	}
-	gw, err := gateway.New(gateway.Config{Dir: dir, MasterKey: c.key})
+	gw, err := gateway.New(gateway.Config{Dir: dir, MasterKey: c.key, Engine: &engine.Options{BlockCacheSize: blockCachePerDatabase}})
 	if err != nil {
 		return failed(fmt.Errorf("serve: %w", err))
 	}

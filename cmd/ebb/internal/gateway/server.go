@@ -133,6 +133,11 @@ func New(cfg Config) (*Server, error) {
 // before a crash) gets fresh metadata, and sidecar entries without a
 // container are dropped.
 func (s *Server) openDatabase(dir string, m *dbMeta) (*database, error) {
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".tmp-*")); len(tmps) > 0 {
+		for _, t := range tmps { // sidecar writes cut short
+			os.Remove(t)
+		}
+	}
 	db, err := engine.Open(filepath.Join(dir, dataDir), s.engineOptions())
 	if err != nil {
 		return nil, fmt.Errorf("gateway: open database %q: %w", m.ID, err)
