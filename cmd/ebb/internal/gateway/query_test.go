@@ -139,3 +139,21 @@ func TestQueryPlan(t *testing.T) {
 	}
 	e.query(docsPath, "SELECT * FROM c", nil, "x-ms-documentdb-partitionkeyrangeid", "7").errBody(t, http.StatusBadRequest)
 }
+
+// TestQueryCrossPartitionOrder: across partitions rows come in creation
+// order, projections too, not in id order.
+func TestQueryCrossPartitionOrder(t *testing.T) {
+	e := newItemsEnv(t)
+	for _, d := range [][2]string{{"z", "1"}, {"b", "2"}, {"y", "1"}, {"a", "2"}} {
+		e.must(e.do("POST", docsPath, fmt.Sprintf(`{"id":"%s","tenant":"%s"}`, d[0], d[1]), pk(d[1])...), http.StatusCreated)
+	}
+	cross := []string{"x-ms-documentdb-query-enablecrosspartition", "true"}
+	r := e.must(e.query(docsPath, "SELECT * FROM c", nil, cross...), http.StatusOK)
+	if got := ids(t, docs(t, r)); !reflect.DeepEqual(got, []string{"z", "b", "y", "a"}) {
+		t.Errorf("SELECT *: %v", got)
+	}
+	r = e.must(e.query(docsPath, "SELECT VALUE c.id FROM c", nil, cross...), http.StatusOK)
+	if got := docs(t, r); !reflect.DeepEqual(got, []any{"z", "b", "y", "a"}) {
+		t.Errorf("SELECT VALUE: %v", got)
+	}
+}
