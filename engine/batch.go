@@ -71,7 +71,7 @@ func (b *Batch) Delete(id string, opts ...WriteOption) *Batch {
 		return b
 	}
 	if err := validateID(id); err != nil {
-		b.err = &BatchError{Index: len(b.ops), Err: fmt.Errorf("%w: %w", ErrInvalidDocument, err), kind: opDelete}
+		b.err = &BatchError{Index: len(b.ops), Err: fmt.Errorf("delete: %w: %w", ErrInvalidDocument, err)}
 		return b
 	}
 	o := op{kind: opDelete, id: id}
@@ -126,7 +126,7 @@ func (b *Batch) add(kind opKind, doc []byte, opts []WriteOption) *Batch {
 		o, err = newOp(kind, doc, opts)
 	}
 	if err != nil {
-		b.err = &BatchError{Index: len(b.ops), Err: err, kind: kind}
+		b.err = &BatchError{Index: len(b.ops), Err: fmt.Errorf("%s: %w", kind, err)}
 		return b
 	}
 	if _, maxBytes := b.limits(); b.bytes+len(o.body) > maxBytes {
@@ -146,15 +146,9 @@ func (b *Batch) add(kind opKind, doc []byte, opts []WriteOption) *Batch {
 type BatchError struct {
 	Index int
 	Err   error
-	kind  opKind // the operation's kind, when known as the batch is built
 }
 
-func (e *BatchError) Error() string {
-	if e.kind != 0 {
-		return fmt.Sprintf("batch operation %d (%s): %v", e.Index, e.kind, e.Err)
-	}
-	return fmt.Sprintf("batch operation %d: %v", e.Index, e.Err)
-}
+func (e *BatchError) Error() string { return fmt.Sprintf("batch operation %d: %v", e.Index, e.Err) }
 
 // Unwrap returns Err.
 func (e *BatchError) Unwrap() error { return e.Err }

@@ -255,7 +255,7 @@ func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.
 	f := c.files[s.Loc.File]
 	if f == nil {
 		c.mu.RUnlock()
-		return 0, fmt.Errorf("ebb: item %q: segment %d is not open: %w", id, s.Loc.File, ErrCorrupt)
+		return 0, fmt.Errorf("ebb: item %s: segment %d is not open: %w", showItem(id), s.Loc.File, ErrCorrupt)
 	}
 	f.acquire()
 	c.mu.RUnlock()
@@ -268,11 +268,11 @@ func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.
 		err = f.r.Get(h, rec)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("ebb: read item %q: %w", id, err)
+		return 0, fmt.Errorf("ebb: read item %s: %w", showItem(id), err)
 	}
 	if rec.ID != id || rec.Seq != s.Seq || rec.Op != segment.OpPut {
-		return 0, fmt.Errorf("ebb: item %q: segment %d block %d offset %d holds %s %q seq %d, index says seq %d: %w",
-			id, s.Loc.File, s.Loc.Block, s.Loc.Off, rec.Op, rec.ID, rec.Seq, s.Seq, ErrCorrupt)
+		return 0, fmt.Errorf("ebb: item %s: segment %d block %d offset %d holds %s %q seq %d, index says seq %d: %w",
+			showItem(id), s.Loc.File, s.Loc.Block, s.Loc.Off, rec.Op, rec.ID, rec.Seq, s.Seq, ErrCorrupt)
 	}
 	return expires, nil
 }

@@ -106,11 +106,11 @@ func (s *feedSource) body(v *feedlog.Version) ([]byte, error) {
 	if rec == nil {
 		f := s.files[at.file]
 		if f == nil {
-			return nil, fmt.Errorf("item %q seq %d: segment %d is not open: %w", v.ID, v.Seq, at.file, ErrCorrupt)
+			return nil, fmt.Errorf("item %s seq %d: segment %d is not open: %w", showItem(v.ID), v.Seq, at.file, ErrCorrupt)
 		}
 		rec = &segment.Record{ID: v.ID}
 		if err := f.r.Get(at.h, rec); err != nil {
-			return nil, fmt.Errorf("read item %q seq %d: %w", v.ID, v.Seq, err)
+			return nil, fmt.Errorf("read item %s seq %d: %w", showItem(v.ID), v.Seq, err)
 		}
 		if rec.ID != v.ID || rec.Seq != v.Seq || rec.Op != segment.OpPut {
 			return nil, fmt.Errorf("item %q: segment %d block %d offset %d holds %s %q seq %d, not seq %d: %w",

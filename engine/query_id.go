@@ -11,7 +11,10 @@ import (
 // terms at /id (a path whose every value is distinct costs it about 100
 // B/item). Equality on c.id (=, IN) is answered from the primary index;
 // ranges and prefixes on c.id are left to the scan and the re-check, and
-// ORDER BY c.id is the order candidates already come in.
+// ORDER BY c.id is the order candidates already come in. In a container
+// with a partition key none of this holds: the primary index's keys are
+// composites of key value and id (pkey), so /id keeps secondary terms like
+// any path (indexConfig.idTerms) and ORDER BY c.id sorts.
 
 // idPath is the term path of the id property.
 const idPath = "/id"

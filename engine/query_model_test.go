@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ebbdb/ebb/engine/internal/pkey"
 	"github.com/ebbdb/ebb/engine/query"
 )
 
@@ -17,13 +19,21 @@ import (
 // Items, through query's brute-force Run (match, sort, window, project).
 // The planner, the secondary index and its upkeep are checked against it.
 func bruteQuery(t testing.TB, c *Container, sql string, params []Param) []string {
+	return bruteQueryOf(t, c, c.Items(context.Background()), sql, params)
+}
+
+// bruteQueryOf is bruteQuery over the items of seq (a partition's). Ties
+// are broken by item key (key value, then id), as a container with a
+// partition key breaks them.
+func bruteQueryOf(t testing.TB, c *Container, seq iter.Seq2[Item, error], sql string, params []Param) []string {
 	t.Helper()
 	q, err := c.prepareQuery(context.Background(), sql, params)
 	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	var docs []query.Value
-	for it, err := range c.Items(context.Background()) {
+	var keys []string
+	for it, err := range seq {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,9 +42,14 @@ func bruteQuery(t testing.TB, c *Container, sql string, params []Param) []string
 			t.Fatal(err)
 		}
 		docs = append(docs, v)
+		key := it.ID
+		if c.kp != nil {
+			key = pkey.Compose(it.PartitionKey.k, it.ID)
+		}
+		keys = append(keys, key)
 	}
 	var out []string
-	for _, v := range q.Run(docs) {
+	for _, v := range q.RunKeyed(docs, keys) {
 		out = append(out, canonicalJSON(t, v.AppendJSON(nil)))
 	}
 	return out
@@ -180,6 +195,11 @@ func queryModelRound(t *testing.T, seed uint64) {
 	defer func() { db.Close() }()
 	mode := allModes[rng.IntN(3)]
 	props := ContainerProperties{ID: "m", Indexing: mode}
+	keyed := seed%3 == 2 // a container with a partition key: scoped and cross-partition queries
+	if keyed {
+		props.PartitionKeyPath = "/p"
+	}
+	keys := []PartitionKey{NoneKey(), StringKey("x"), NumberKey(1)}
 	if mode != IndexingNone {
 		props.DefaultTTL = TTL(int32(20 + rng.IntN(40)))
 	}
@@ -188,14 +208,22 @@ func queryModelRound(t *testing.T, seed uint64) {
 	for step := range 60 {
 		for range 1 + rng.IntN(20) {
 			id := "k" + strconv.Itoa(rng.IntN(40))
+			doc, k := qmDoc(rng, id), keys[rng.IntN(len(keys))]
+			if keyed && !k.IsNone() {
+				doc = `{"p":` + strings.Trim(k.String(), "[]") + "," + doc[1:]
+			}
 			var err error
 			switch rng.IntN(10) {
 			case 0:
-				err = c.Delete(ctx, id)
+				if keyed {
+					err = c.Partition(k).Delete(ctx, id)
+				} else {
+					err = c.Delete(ctx, id)
+				}
 			case 1:
-				_, err = c.Replace(ctx, []byte(qmDoc(rng, id)))
+				_, err = c.Replace(ctx, []byte(doc))
 			default:
-				_, err = c.Upsert(ctx, []byte(qmDoc(rng, id)))
+				_, err = c.Upsert(ctx, []byte(doc))
 			}
 			if err != nil && !isNotFound(err) {
 				t.Fatal(err)
@@ -248,7 +276,12 @@ func queryModelRound(t *testing.T, seed uint64) {
 			lagging := c.indexLaggingLocked()
 			c.mu.RUnlock()
 			var got []string
-			for it, err := range c.Query(ctx, sql, params...) {
+			seq, items := c.Query(ctx, sql, params...), c.Items(ctx)
+			if keyed && rng.IntN(2) == 0 {
+				p := c.Partition(keys[rng.IntN(len(keys))])
+				seq, items = p.Query(ctx, sql, params...), p.Items(ctx)
+			}
+			for it, err := range seq {
 				if err != nil {
 					t.Fatalf("step %d: %s: %v", step, sql, err)
 				}
@@ -257,7 +290,7 @@ func queryModelRound(t *testing.T, seed uint64) {
 			if lagging {
 				continue
 			}
-			want := bruteQuery(t, c, sql, params)
+			want := bruteQueryOf(t, c, items, sql, params)
 			if !slices.Equal(got, want) {
 				plan, _ := c.Explain(sql, params...)
 				t.Fatalf("seed %d step %d: %s %v\nplan:\n%s\n got %v\nwant %v", seed, step, sql, params, plan, got, want)

@@ -96,7 +96,7 @@ func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool, bo
 	etag := docfmt.ETag(d.rec.Seq)
 	v, err := query.Decode(docfmt.Render(nil, d.rec.Body, d.rec.TS, etag))
 	if err != nil {
-		return false, fmt.Errorf("ebb: item %q: stored body does not decode: %w: %w", s.ID, err, ErrCorrupt)
+		return false, fmt.Errorf("ebb: item %s: stored body does not decode: %w: %w", showItem(s.ID), err, ErrCorrupt)
 	}
 	d.val = v
 	return q.Match(v), nil

@@ -7,7 +7,13 @@ import "slices"
 // them by OrderKey with CompareOrder (ties and unordered queries by the
 // "id" property, ascending), Project, then apply Window to what is emitted (a COUNT query
 // returns its one CountResult). docs is not modified.
-func (b *Bound) Run(docs []Value) []Value {
+func (b *Bound) Run(docs []Value) []Value { return b.RunKeyed(docs, nil) }
+
+// RunKeyed is Run with the tie-breaking keys given: keys[i] orders docs[i]
+// among docs whose ORDER BY values tie (and orders unordered queries), in
+// place of its "id" (a container with a partition key breaks ties by its
+// item keys: key value, then id). keys nil: the ids.
+func (b *Bound) RunKeyed(docs []Value, keys []string) []Value {
 	type hit struct {
 		doc Value
 		id  string
@@ -15,7 +21,7 @@ func (b *Bound) Run(docs []Value) []Value {
 	}
 	var hits []hit
 	var n int64
-	for _, d := range docs {
+	for i, d := range docs {
 		if !b.Match(d) {
 			continue
 		}
@@ -25,7 +31,11 @@ func (b *Bound) Run(docs []Value) []Value {
 			}
 			continue
 		}
-		hits = append(hits, hit{doc: d, id: d.Get("id").AsString(), key: b.OrderKey(d)})
+		id := d.Get("id").AsString()
+		if keys != nil {
+			id = keys[i]
+		}
+		hits = append(hits, hit{doc: d, id: id, key: b.OrderKey(d)})
 	}
 	if b.IsCount() {
 		return []Value{b.CountResult(n)}

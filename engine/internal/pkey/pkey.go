@@ -193,6 +193,10 @@ func FromJSON(v []byte) (Key, error) {
 	var k Key
 	switch c := v[0]; {
 	case c == '"':
+		if len(v) >= 2 && v[len(v)-1] == '"' && !bytes.ContainsAny(v[1:len(v)-1], "\\\"") && utf8.Valid(v) && !hasControl(v) {
+			k = StringKey(string(v[1 : len(v)-1])) // no escapes: the bytes are the string
+			break
+		}
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
 			return Key{}, fmt.Errorf("invalid string: %v", err)
@@ -334,6 +338,14 @@ func Split(s string) (Key, string, error) {
 		}
 		rest = rest[16:]
 	case '5':
+		if end := strings.IndexByte(rest, 0x00); end >= 0 && strings.IndexByte(rest[:end], 0x01) < 0 {
+			k = StringKey(rest[:end]) // nothing escaped: no copy
+			if err := k.Check(); err != nil {
+				return bad("%v", err)
+			}
+			rest = rest[end+1:]
+			break
+		}
 		var sb []byte
 		i := 0
 		for ; ; i++ {
@@ -395,4 +407,15 @@ func Show(s string) (id, key string, err error) {
 		return "", "", err
 	}
 	return id, k.String(), nil
+}
+
+// hasControl reports whether b holds a byte below 0x20, which a JSON
+// string must escape.
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
 }
