@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log"
@@ -85,6 +86,9 @@ func serve(ctx context.Context, cmd *cobra.Command, c serveConfig) error {
 	out := cmd.OutOrStdout()
 	if (c.certFile == "") != (c.keyFile == "") {
 		return usageError(errors.New("serve: --tls-cert and --tls-key go together"))
+	}
+	if k, err := base64.StdEncoding.DecodeString(c.key); err != nil || len(k) == 0 {
+		return usageError(fmt.Errorf("serve: --master-key is not a base64 key (%v)", err))
 	}
 	var cert tls.Certificate
 	var certPEM []byte

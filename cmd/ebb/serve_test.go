@@ -260,8 +260,17 @@ func TestServeTempDir(t *testing.T) {
 		t.Errorf("temporary data dir left behind: %v", err)
 	}
 
+	for _, c := range []struct{ args, want string }{
+		{"--tls-cert x.pem", "--tls-key"},
+		{"--master-key not-base64!", "--master-key is not a base64 key"},
+	} {
+		var stdout, stderr strings.Builder
+		if code := run(append([]string{"serve"}, strings.Fields(c.args)...), &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%s: exit %d, stderr %q", c.args, code, stderr.String())
+		}
+	}
 	var stdout, stderr strings.Builder
-	if code := run([]string{"serve", "--tls-cert", "x.pem"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--tls-key") {
-		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	if code := run([]string{"serve", "--addr", "nowhere"}, &stdout, &stderr); code != exitFailed || !strings.Contains(stderr.String(), "nowhere") {
+		t.Errorf("--addr nowhere: exit %d, stderr %q", code, stderr.String())
 	}
 }
