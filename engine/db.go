@@ -418,7 +418,7 @@ func (db *DB) rewriteManifestLocked() error {
 		db.man.log.rewrite = true
 		return fmt.Errorf("ebb: write manifest: %w", err)
 	}
-	db.man.log.rewrote(int64(len(b)))
+	db.man.log.rewrote(int64(len(b)), m.NeededVersion())
 	db.notePersistedClock(m.Clock)
 	return nil
 }

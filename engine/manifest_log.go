@@ -80,11 +80,12 @@ func keepManifestCopy(fsys vfs.FS, dir string, cut []byte) (string, error) {
 // manifestLog is the DB's state of the MANIFEST's edit log, guarded by
 // DB.man.
 type manifestLog struct {
-	size     int64 // the file's size; 0 when not known yet
-	snap     int64 // the size of its snapshot part
-	rewrite  bool  // the file's tail is in doubt: rewrite before appending
-	edits    int64 // edits appended, for tests
-	rewrites int64 // snapshots written, full rewrites and compactions
+	size     int64  // the file's size; 0 when not known yet
+	snap     int64  // the size of its snapshot part
+	version  uint32 // its snapshot's version (dbfile.ManifestVersion)
+	rewrite  bool   // the file's tail is in doubt: rewrite before appending
+	edits    int64  // edits appended, for tests
+	rewrites int64  // snapshots written, full rewrites and compactions
 	// compacting is set while compactManifest writes a new snapshot off
 	// the lock; pending collects the edits appended meanwhile, which go
 	// into the new file after it.
@@ -92,9 +93,10 @@ type manifestLog struct {
 	pending    []byte
 }
 
-// rewrote records that the MANIFEST is now a snapshot of n bytes alone.
-func (l *manifestLog) rewrote(n int64) {
-	l.size, l.snap, l.rewrite, l.pending = n, n, false, nil
+// rewrote records that the MANIFEST is now a snapshot of n bytes alone,
+// of version v.
+func (l *manifestLog) rewrote(n int64, v uint32) {
+	l.size, l.snap, l.version, l.rewrite, l.pending = n, n, v, false, nil
 	l.rewrites++
 }
 
@@ -135,7 +137,9 @@ func (db *DB) logEditFromLocked(put []*Container, del []uint32, journalFrom uint
 		}
 		db.man.log.size, db.man.log.snap = st.Size(), st.Size()
 	}
-	if db.man.log.rewrite {
+	if db.man.log.rewrite || db.man.log.version < dbfile.ManifestVersion && anyKeyed(put) {
+		// A keyed container after a snapshot of the version builds
+		// without partition keys read: rewrite, so that they refuse it.
 		return db.rewriteManifestLocked()
 	}
 	e := &dbfile.ManifestEdit{
@@ -184,6 +188,16 @@ func (db *DB) logEditFromLocked(put []*Container, del []uint32, journalFrom uint
 	}
 	db.notePersistedClock(e.Clock)
 	return nil
+}
+
+// anyKeyed reports whether a container of cs has a partition key path.
+func anyKeyed(cs []*Container) bool {
+	for _, c := range cs {
+		if c.kp != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // saveContainer makes a change to c's files, a compaction's, durable with
@@ -297,7 +311,7 @@ func (db *DB) writeCompacted(m *dbfile.Manifest, gen int64) (err error) {
 		return err
 	}
 	pending := int64(len(l.pending))
-	l.rewrote(int64(len(b)))
+	l.rewrote(int64(len(b)), m.NeededVersion())
 	l.size += pending
 	db.notePersistedClock(m.Clock)
 	return nil

@@ -334,3 +334,28 @@ func TestParsePartitionKey(t *testing.T) {
 		t.Errorf("None: Value %v", v)
 	}
 }
+
+// TestPartitionKeyPathSpellings: the key may be the id itself (/id), and
+// the document may spell the key path's names with escapes.
+func TestPartitionKeyPathSpellings(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t, t.TempDir(), newFakeClock(t0))
+	defer db.Close()
+	byID := mustCreateContainer(t, db, engine.ContainerProperties{ID: "byid", PartitionKeyPath: "/id"})
+	if _, err := byID.Create(ctx, []byte(`{"id":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := byID.Partition(engine.StringKey("a")).Read(ctx, "a"); err != nil || it.PartitionKey != engine.StringKey("a") {
+		t.Errorf("/id: %v %v", it.PartitionKey, err)
+	}
+	if _, err := byID.Partition(engine.StringKey("b")).Create(ctx, []byte(`{"id":"a"}`)); !errors.Is(err, engine.ErrInvalidPartitionKey) {
+		t.Errorf("/id with another key: %v", err)
+	}
+	nested := mustCreateContainer(t, db, engine.ContainerProperties{ID: "nested", PartitionKeyPath: "/a b/c"})
+	if _, err := nested.Create(ctx, []byte(`{"id":"x","a\u0020b":{"\u0063":"v","d":1}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nested.Partition(engine.StringKey("v")).Read(ctx, "x"); err != nil {
+		t.Errorf("escaped names: %v", err)
+	}
+}

@@ -22,7 +22,7 @@ func (db *DB) recover() error {
 		if err := db.checkEmpty(); err != nil {
 			return err
 		}
-		m = &dbfile.Manifest{NextFile: 1, NextContainer: 1, JournalFrom: 1}
+		m = &dbfile.Manifest{NextFile: 1, NextContainer: 1, JournalFrom: 1, Version: dbfile.ManifestVersionPlain}
 		db.clock = newClock(db.opts.Clock, 0, db.log)
 		if err := writeManifest(db.fs, db.dir, m); err != nil {
 			return err
@@ -31,6 +31,7 @@ func (db *DB) recover() error {
 		return fmt.Errorf("ebb: open %s: %w", db.dir, err)
 	}
 	db.man.nextFile, db.man.nextContainer, db.man.journalFrom = m.NextFile, m.NextContainer, m.JournalFrom
+	db.man.log.version = m.Version
 	cf, damaged, err := dbfile.LoadClockFile(db.fs, db.dir)
 	if err != nil {
 		return err

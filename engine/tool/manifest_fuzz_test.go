@@ -39,7 +39,7 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Add([]byte{}, true)
 	f.Fuzz(func(t *testing.T, data []byte, wrap bool) {
 		if wrap {
-			data = wrapManifestBody(data)
+			data = wrapManifestBody(data, dbfile.ManifestVersion)
 		}
 		m, _, err := dbfile.DecodeManifest(data, "MANIFEST")
 		if err != nil {
@@ -59,6 +59,10 @@ func FuzzDecodeManifest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded manifest does not decode: %v", err)
 		}
+		if m2.Version != m.NeededVersion() {
+			t.Fatalf("re-encoded as version %d, want %d (keyed containers: version 2)", m2.Version, m.NeededVersion())
+		}
+		m2.Version = m.Version // the version follows the content, not the input's header
 		if !reflect.DeepEqual(m, m2) {
 			t.Fatalf("round trip changed the manifest:\n%+v\n%+v", m, m2)
 		}
@@ -67,11 +71,11 @@ func FuzzDecodeManifest(f *testing.F) {
 	})
 }
 
-// wrapManifestBody puts body behind a valid manifest header.
-func wrapManifestBody(body []byte) []byte {
+// wrapManifestBody puts body behind a valid manifest header of version v.
+func wrapManifestBody(body []byte, v uint32) []byte {
 	var buf bytes.Buffer
 	buf.WriteString(dbfile.ManifestMagic)
-	binary.Write(&buf, binary.LittleEndian, uint32(dbfile.ManifestVersion))
+	binary.Write(&buf, binary.LittleEndian, v)
 	binary.Write(&buf, binary.LittleEndian, crc32.Checksum(body, dbfile.Castagnoli))
 	binary.Write(&buf, binary.LittleEndian, uint32(len(body)))
 	buf.Write(body)
@@ -81,15 +85,21 @@ func wrapManifestBody(body []byte) []byte {
 // manifestSeeds are manifests of the shapes a database writes.
 func manifestSeeds() []*dbfile.Manifest {
 	return []*dbfile.Manifest{
-		{NextFile: 1, NextContainer: 1, JournalFrom: 1},
+		{NextFile: 1, NextContainer: 1, JournalFrom: 1, Version: dbfile.ManifestVersionPlain},
 		{
-			NextFile: 9, NextContainer: 3, JournalFrom: 120, Clock: 1_700_000_500,
+			NextFile: 9, NextContainer: 3, JournalFrom: 120, Clock: 1_700_000_500, Version: dbfile.ManifestVersionPlain,
 			Containers: []dbfile.ContainerMeta{
 				{Num: 1, ID: "c", History: []dbfile.HistoryEntry{{At: 1_700_000_000, DefaultTTL: engine.TTL(3600)}}, Files: []uint32{2, 5, 8},
 					Hides: map[uint32][]uint32{8: {2, 5}}},
 				{Num: 2, ID: "d", Indexing: dbfile.IndexingLazy, History: []dbfile.HistoryEntry{
 					{At: 1_700_000_000}, {At: 1_700_000_100, DefaultTTL: engine.TTL(-1)}, {At: 1_700_000_200, DefaultTTL: engine.TTL(60)},
 				}},
+			},
+		},
+		{
+			NextFile: 3, NextContainer: 2, JournalFrom: 7, Clock: 1_700_000_000, Version: dbfile.ManifestVersion,
+			Containers: []dbfile.ContainerMeta{
+				{Num: 1, ID: "keyed", PartitionKey: "/tenant", History: []dbfile.HistoryEntry{{At: 1_700_000_000}}, Files: []uint32{2}},
 			},
 		},
 	}
@@ -108,7 +118,7 @@ func TestManifestRoundTrip(t *testing.T) {
 			t.Fatalf("decode(encode(%+v)) = %+v, %v", m, got, err)
 		}
 		body, _ := msgpack.Marshal(m)
-		if !bytes.Equal(wrapManifestBody(body), b) {
+		if !bytes.Equal(wrapManifestBody(body, m.Version), b) {
 			t.Fatalf("wrapManifestBody differs from encodeManifest")
 		}
 	}

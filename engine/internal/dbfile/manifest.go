@@ -27,10 +27,22 @@ import (
 //	+------------+---------+--------+--------+------------------+
 //
 // The crc covers the msgpack body. Edits follow the body.
+//
+// Version 2 is version 1 with containers that have a partition key path,
+// whose item keys are composites (package engine/internal/pkey). A snapshot
+// is written as version 1 when no container has a key, so that builds from
+// before partition keys still open such a database, and as version 2
+// otherwise, so that they refuse it rather than take composite keys for
+// ids. An edit that puts a keyed container after a version 1 snapshot is
+// never appended: the engine rewrites the snapshot instead.
 const (
 	ManifestMagic   = "EBBMANIF"
-	ManifestVersion = 1
+	ManifestVersion = 2 // the newest version this build reads and writes
 	ManifestHeader  = 8 + 4 + 4 + 4
+
+	// ManifestVersionPlain is the version of a snapshot without keyed
+	// containers.
+	ManifestVersionPlain = 1
 )
 
 // Manifest is what a MANIFEST file holds, its edits applied.
@@ -40,6 +52,21 @@ type Manifest struct {
 	JournalFrom   uint64          `msgpack:"journal_from"` // first journal seq not sealed into segments
 	Clock         int64           `msgpack:"clock"`        // highest time persisted
 	Containers    []ContainerMeta `msgpack:"containers"`
+	// Version is the snapshot's version as read (DecodeManifest); not
+	// stored in the body, and ignored by EncodeManifest, which writes
+	// m.NeededVersion().
+	Version uint32 `msgpack:"-"`
+}
+
+// NeededVersion is the version a snapshot of m is written as: 2 when a
+// container has a partition key path, else 1.
+func (m *Manifest) NeededVersion() uint32 {
+	for i := range m.Containers {
+		if m.Containers[i].PartitionKey != "" {
+			return ManifestVersion
+		}
+	}
+	return ManifestVersionPlain
 }
 
 // ContainerMeta is one container's entry in the MANIFEST.
@@ -111,8 +138,9 @@ func DecodeManifest(b []byte, path string) (*Manifest, int, error) {
 	if len(b) < ManifestHeader || string(b[:8]) != ManifestMagic {
 		return nil, 0, fmt.Errorf("%s: not an ebb manifest (bad magic or short file): %w", path, segment.ErrCorrupt)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != ManifestVersion {
-		return nil, 0, fmt.Errorf("%s: manifest version %d, this build reads %d: %w", path, v, ManifestVersion, segment.ErrCorrupt)
+	v := binary.LittleEndian.Uint32(b[8:])
+	if v < ManifestVersionPlain || v > ManifestVersion {
+		return nil, 0, fmt.Errorf("%s: manifest version %d, this build reads %d to %d: %w", path, v, ManifestVersionPlain, ManifestVersion, segment.ErrCorrupt)
 	}
 	sum := binary.LittleEndian.Uint32(b[12:])
 	n := binary.LittleEndian.Uint32(b[16:])
@@ -130,6 +158,7 @@ func DecodeManifest(b []byte, path string) (*Manifest, int, error) {
 	if err := msgpack.Unmarshal(body, &m); err != nil {
 		return nil, 0, fmt.Errorf("%s: decode manifest: %v: %w", path, err, segment.ErrCorrupt)
 	}
+	m.Version = v
 	snap := ManifestHeader + int(n)
 	sound, err := applyEdits(&m, b[snap:], snap, path)
 	if err != nil {
@@ -146,7 +175,7 @@ func EncodeManifest(m *Manifest) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.WriteString(ManifestMagic)
-	binary.Write(&buf, binary.LittleEndian, uint32(ManifestVersion))
+	binary.Write(&buf, binary.LittleEndian, m.NeededVersion())
 	binary.Write(&buf, binary.LittleEndian, crc32.Checksum(body, Castagnoli))
 	binary.Write(&buf, binary.LittleEndian, uint32(len(body)))
 	buf.Write(body)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"runtime"
 	"testing"
@@ -47,5 +48,40 @@ func TestDecodeManifestClaimedLength(t *testing.T) {
 	}
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
 		t.Errorf("DecodeManifest allocated %d bytes for a %d-byte body that claims 4M elements", n, len(body))
+	}
+}
+
+// TestManifestVersions: a snapshot is written as version 1 unless a
+// container has a partition key path (version 2); both are read, with the
+// version reported, and versions outside 1..2 are refused as corrupt,
+// naming the version.
+func TestManifestVersions(t *testing.T) {
+	plain := &Manifest{NextFile: 1, NextContainer: 2, JournalFrom: 1,
+		Containers: []ContainerMeta{{Num: 1, ID: "c"}}}
+	keyed := &Manifest{NextFile: 1, NextContainer: 2, JournalFrom: 1,
+		Containers: []ContainerMeta{{Num: 1, ID: "c", PartitionKey: "/pk"}}}
+	for _, tc := range []struct {
+		m    *Manifest
+		want uint32
+	}{{plain, ManifestVersionPlain}, {keyed, ManifestVersion}} {
+		b, err := EncodeManifest(tc.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := binary.LittleEndian.Uint32(b[8:]); v != tc.want {
+			t.Errorf("%+v encoded as version %d, want %d", tc.m.Containers, v, tc.want)
+		}
+		got, _, err := DecodeManifest(b, "MANIFEST")
+		if err != nil || got.Version != tc.want {
+			t.Errorf("decoded %+v, %v; want version %d", got, err, tc.want)
+		}
+	}
+	b, _ := EncodeManifest(plain)
+	for _, v := range []uint32{0, ManifestVersion + 1} {
+		binary.LittleEndian.PutUint32(b[8:], v)
+		_, _, err := DecodeManifest(b, "MANIFEST")
+		if !errors.Is(err, segment.ErrCorrupt) || !bytes.Contains([]byte(err.Error()), fmt.Appendf(nil, "version %d", v)) {
+			t.Errorf("version %d: err %v, want ErrCorrupt naming the version", v, err)
+		}
 	}
 }
