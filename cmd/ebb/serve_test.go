@@ -188,8 +188,12 @@ func TestServe(t *testing.T) {
 	}()
 	pw.Write([]byte(`{"id":"late",`))
 	<-inHandler // the server is handling the request
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+	self, err := os.FindProcess(os.Getpid())
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := self.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("send SIGTERM: %v", err)
 	}
 	// Once the listener is closed the shutdown is under way.
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
