@@ -48,7 +48,9 @@
 // writes between pages may shift rows. A cross-partition page reads the
 // whole result and the container's change feed. Item _rids are a hash of
 // the partition key and id, so an item deleted and created again keeps its
-// _rid. Patch and batch read, change and write back, conditioned on the
+// _rid. Request charges are a nominal 1; throughput is kept, not enforced.
+// Ids are the engine's: / \ ? # and control characters are refused (400),
+// where the service stores some of them and then cannot route to them. Patch and batch read, change and write back, conditioned on the
 // etag read, retrying when a concurrent write wins.
 //
 // # Files
