@@ -50,8 +50,9 @@
 // the partition key and id, so an item deleted and created again keeps its
 // _rid. Request charges are a nominal 1; throughput is kept, not enforced.
 // Ids are the engine's: / \ ? # and control characters are refused (400),
-// where the service stores some of them and then cannot route to them. Patch and batch read, change and write back, conditioned on the
-// etag read, retrying when a concurrent write wins.
+// where the service stores some of them and then cannot route to them.
+// Patch and batch read, change and write back, conditioned on the etag
+// read, retrying when a concurrent write wins.
 //
 // # Files
 //
