@@ -172,9 +172,8 @@ func TestContainerProperties(t *testing.T) {
 
 	upd := *got
 	upd.DefaultTimeToLive = ptr[int32](-1)
-	upd.IndexingPolicy = &azcosmos.IndexingPolicy{IndexingMode: azcosmos.IndexingModeNone}
 	if _, err := c.Replace(ctx, upd, nil); err != nil {
-		t.Fatalf("replace container: %v", err)
+		t.Fatalf("replace container with defaultTtl -1: %v", err)
 	}
 	r, err = c.Read(ctx, nil)
 	if err != nil {
@@ -183,16 +182,24 @@ func TestContainerProperties(t *testing.T) {
 	if d := r.ContainerProperties.DefaultTimeToLive; d == nil || *d != -1 {
 		t.Errorf("after replace defaultTtl %v, want -1", d)
 	}
-	if ip := r.ContainerProperties.IndexingPolicy; ip == nil || ip.IndexingMode != azcosmos.IndexingModeNone {
-		t.Errorf("after replace indexing policy %+v, want none", ip)
-	}
+	// TTL needs an index (Cosmos DB refuses TTL with indexing mode none).
 	upd2 := *r.ContainerProperties
+	upd2.IndexingPolicy = &azcosmos.IndexingPolicy{IndexingMode: azcosmos.IndexingModeNone}
+	_, err = c.Replace(ctx, upd2, nil)
+	wantStatus(t, "replace container with defaultTtl -1 and indexing mode none", err, 400)
 	upd2.DefaultTimeToLive = nil
 	if _, err := c.Replace(ctx, upd2, nil); err != nil {
-		t.Fatalf("replace container without defaultTtl: %v", err)
+		t.Fatalf("replace container without defaultTtl, indexing mode none: %v", err)
 	}
-	if r, err = c.Read(ctx, nil); err != nil || r.ContainerProperties.DefaultTimeToLive != nil {
-		t.Errorf("after removing defaultTtl: %v, defaultTtl %v, want absent", err, r.ContainerProperties.DefaultTimeToLive)
+	r, err = c.Read(ctx, nil)
+	if err != nil {
+		t.Fatalf("read container: %v", err)
+	}
+	if d := r.ContainerProperties.DefaultTimeToLive; d != nil {
+		t.Errorf("after removing defaultTtl it is %d, want absent", *d)
+	}
+	if ip := r.ContainerProperties.IndexingPolicy; ip == nil || ip.IndexingMode != azcosmos.IndexingModeNone {
+		t.Errorf("after replace indexing policy %+v, want none", ip)
 	}
 
 	var names []string

@@ -11,16 +11,24 @@ import (
 // TestJavaScriptSDKSmoke runs js/smoke.mjs, the JavaScript SDK
 // (@azure/cosmos, pinned in js/package-lock.json) against `ebb serve`. It
 // installs the SDK with `npm ci` unless js/node_modules already holds the
-// pinned version. Without node and npm on PATH it skips, saying so.
+// pinned version. Without node and npm on PATH it skips, saying so, unless
+// EBB_REQUIRE_NODE=1 (set by .ci/run) makes that a failure.
 func TestJavaScriptSDKSmoke(t *testing.T) {
 	t.Parallel()
+	missing := func(tool string) {
+		msg := tool + " not found on PATH: the JavaScript SDK smoke test needs Node.js 20+ and npm"
+		if os.Getenv("EBB_REQUIRE_NODE") == "1" {
+			t.Fatal(msg + " (EBB_REQUIRE_NODE=1)")
+		}
+		t.Skip(msg)
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node not found on PATH: the JavaScript SDK smoke test needs Node.js 20+ and npm")
+		missing("node")
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		t.Skip("npm not found on PATH: the JavaScript SDK smoke test needs Node.js 20+ and npm")
+		missing("npm")
 	}
 	dir, err := filepath.Abs("js")
 	if err != nil {

@@ -3,8 +3,10 @@ package sdktest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -125,7 +127,7 @@ func TestTransactionalBatch(t *testing.T) {
 		t.Fatalf("batch: %v", err)
 	}
 	if !r.Success || len(r.OperationResults) != 6 {
-		t.Fatalf("batch: success %v, %d results; want true and 6", r.Success, len(r.OperationResults))
+		t.Fatalf("batch: success %v, results %s; want true and 6 results", r.Success, batchResults(r))
 	}
 	wantCodes := []int32{http.StatusCreated, http.StatusCreated, http.StatusOK, http.StatusOK, http.StatusOK, http.StatusNoContent}
 	for i, op := range r.OperationResults {
@@ -174,4 +176,13 @@ func TestTransactionalBatch(t *testing.T) {
 	if err == nil && r4.Success {
 		t.Errorf("batch creating an item of another partition succeeded")
 	}
+}
+
+// batchResults describes a batch response's operation results for errors.
+func batchResults(r azcosmos.TransactionalBatchResponse) string {
+	var b strings.Builder
+	for i, op := range r.OperationResults {
+		fmt.Fprintf(&b, "\n  %d: status %d, body %s", i, op.StatusCode, op.ResourceBody)
+	}
+	return b.String()
 }
