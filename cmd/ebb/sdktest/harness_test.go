@@ -82,9 +82,10 @@ type server struct {
 	// Dir is its data directory.
 	Dir string
 
-	cmd  *exec.Cmd
-	out  *lockedBuffer
-	done chan error // receives Wait's result once the process exits
+	cmd     *exec.Cmd
+	out     *lockedBuffer
+	done    chan error // receives Wait's result once the process exits
+	stopped bool       // stop has run
 }
 
 // lockedBuffer collects a process's output for error messages.
@@ -124,8 +125,17 @@ func freePort(t testing.TB) int {
 // when the test ends, failing the test unless it exits cleanly.
 func startServer(t testing.TB, extraArgs ...string) *server {
 	t.Helper()
+	s := launch(t, t.TempDir(), extraArgs...)
+	t.Cleanup(func() { s.stop(t, syscall.SIGINT) })
+	return s
+}
+
+// launch starts `ebb serve --dir dir` on a free loopback port and waits
+// until it prints its endpoint; the caller stops it.
+func launch(t testing.TB, dir string, extraArgs ...string) *server {
+	t.Helper()
 	bin := ebbBinary(t)
-	s := &server{Dir: t.TempDir(), out: &lockedBuffer{}, done: make(chan error, 1)}
+	s := &server{Dir: dir, out: &lockedBuffer{}, done: make(chan error, 1)}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	args := append([]string{"serve", "--addr", addr, "--dir", s.Dir}, extraArgs...)
 	s.cmd = exec.Command(bin, args...)
@@ -168,26 +178,33 @@ func startServer(t testing.TB, extraArgs ...string) *server {
 		s.cmd.Process.Kill()
 		t.Fatalf("ebb serve --addr %s printed no endpoint within 60s; output:\n%s", addr, s.out)
 	}
-	t.Cleanup(func() { s.stop(t) })
+	// A test that fails before stopping the server must not leave it behind.
+	t.Cleanup(func() {
+		if !s.stopped {
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+	})
 	return s
 }
 
-// stop sends SIGINT and waits for the process; a non-zero exit fails the
-// test (the issue asks for a clean shutdown on SIGINT).
-func (s *server) stop(t testing.TB) {
+// stop sends sig and waits for the process; a non-zero exit fails the test
+// (the issue asks for a clean shutdown on SIGINT and SIGTERM).
+func (s *server) stop(t testing.TB, sig os.Signal) {
 	t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	s.stopped = true
+	if err := s.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		t.Errorf("signalling ebb serve: %v", err)
 	}
 	select {
 	case err := <-s.done:
 		if err != nil {
-			t.Errorf("ebb serve did not exit cleanly on SIGINT: %v; output:\n%s", err, s.out)
+			t.Errorf("ebb serve did not exit cleanly on %v: %v; output:\n%s", sig, err, s.out)
 		}
 	case <-time.After(60 * time.Second):
 		s.cmd.Process.Kill()
 		<-s.done
-		t.Errorf("ebb serve did not exit within 60s of SIGINT; output:\n%s", s.out)
+		t.Errorf("ebb serve did not exit within 60s of %v; output:\n%s", sig, s.out)
 	}
 }
 
