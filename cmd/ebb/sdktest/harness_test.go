@@ -131,8 +131,32 @@ func startServer(t testing.TB, extraArgs ...string) *server {
 }
 
 // launch starts `ebb serve --dir dir` on a free loopback port and waits
-// until it prints its endpoint; the caller stops it.
+// until it prints its endpoint; the caller stops it. A port taken by
+// someone else between freePort and the server's bind is retried.
 func launch(t testing.TB, dir string, extraArgs ...string) *server {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s, err := launchOnce(t, dir, extraArgs...)
+		if err == nil {
+			// A test that fails before stopping the server must not leave it behind.
+			t.Cleanup(func() {
+				if !s.stopped {
+					s.cmd.Process.Kill()
+					<-s.done
+				}
+			})
+			return s
+		}
+		if attempt < 3 && strings.Contains(err.Error(), "address already in use") {
+			t.Logf("retrying on another port: %v", err)
+			continue
+		}
+		t.Fatal(err)
+	}
+}
+
+// launchOnce is one attempt of launch.
+func launchOnce(t testing.TB, dir string, extraArgs ...string) (*server, error) {
 	t.Helper()
 	bin := ebbBinary(t)
 	s := &server{Dir: dir, out: &lockedBuffer{}, done: make(chan error, 1)}
@@ -143,7 +167,7 @@ func launch(t testing.TB, dir string, extraArgs ...string) *server {
 	s.cmd.Stdout = pw
 	s.cmd.Stderr = pw
 	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting %s %s: %v", bin, strings.Join(args, " "), err)
+		return nil, fmt.Errorf("starting %s %s: %w", bin, strings.Join(args, " "), err)
 	}
 	go func() {
 		err := s.cmd.Wait()
@@ -151,7 +175,9 @@ func launch(t testing.TB, dir string, extraArgs ...string) *server {
 		s.done <- err
 	}()
 	endpoint := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		sent := false
 		for sc.Scan() {
@@ -172,20 +198,15 @@ func launch(t testing.TB, dir string, extraArgs ...string) *server {
 			ep += "/"
 		}
 		s.Endpoint = ep
+		return s, nil
 	case err := <-s.done:
-		t.Fatalf("ebb serve --addr %s exited before printing its endpoint (%v); output:\n%s", addr, err, s.out)
+		<-scanned // all of its output
+		return nil, fmt.Errorf("ebb serve --addr %s exited before printing its endpoint (%v); output:\n%s", addr, err, s.out)
 	case <-time.After(60 * time.Second):
 		s.cmd.Process.Kill()
-		t.Fatalf("ebb serve --addr %s printed no endpoint within 60s; output:\n%s", addr, s.out)
+		<-s.done
+		return nil, fmt.Errorf("ebb serve --addr %s printed no endpoint within 60s; output:\n%s", addr, s.out)
 	}
-	// A test that fails before stopping the server must not leave it behind.
-	t.Cleanup(func() {
-		if !s.stopped {
-			s.cmd.Process.Kill()
-			<-s.done
-		}
-	})
-	return s
 }
 
 // stop sends sig and waits for the process; a non-zero exit fails the test
