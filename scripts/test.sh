@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The test command: vet and race-enabled tests in every Go module of the
-# repository (the engine's, and bench's own once it exists), then a short
+# repository (the engine's, bench's, and cmd/ebb/sdktest's, which drives
+# `ebb serve` with the official Go SDK, runs that SDK's emulator suite on
+# port 8081 through scripts/sdk-emulator.sh, and runs the JavaScript SDK's
+# smoke script after `npm ci`, so it needs Node.js 20+ and npm), then a short
 # run of every fuzz target over its committed corpus plus 30000 executions of
 # new inputs.
 set -euo pipefail

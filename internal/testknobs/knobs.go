@@ -64,4 +64,13 @@ var All = []Knob{
 	{"EBB_TEST_WRITER", "", "internal: makes the cmd/ebb test binary a busy writer on this directory"},
 	// scripts/test.sh
 	{"EBB_FUZZTIME", "30000x", "scripts/test.sh: executions per fuzz target (0 skips fuzzing)"},
+	// cmd/ebb/sdktest and scripts/sdk-emulator.sh: the official SDKs against ebb serve
+	{"EBB_BIN", "built from the repository", "cmd/ebb/sdktest and scripts/sdk-emulator.sh: the ebb binary whose `serve` they test"},
+	{"EBB_REQUIRE_NODE", "", "TestJavaScriptSDKSmoke: 1 (set by .ci/run) fails instead of skipping when node or npm is missing"},
+	{"EBB_ENDPOINT", "https://localhost:8081/", "cmd/ebb/sdktest/js/smoke.mjs: the ebb serve endpoint (TestJavaScriptSDKSmoke sets it)"},
+	{"EBB_KEY", "the emulator's key", "cmd/ebb/sdktest/js/smoke.mjs: the master key"},
+	{"EBB_SDK_LATENCY_N", "300", "TestLoopbackLatency: point reads and upserts measured"},
+	{"EBB_SERVE_FLAGS", "", "scripts/sdk-emulator.sh: extra flags for ebb serve"},
+	{"EBB_SDK_KEEP", "", "scripts/sdk-emulator.sh: 1 keeps its temporary directory (SDK test log, server log, data)"},
+	{"EBB_SDK_TIMEOUT", "10m", "scripts/sdk-emulator.sh: go test -timeout of the SDK's suite"},
 }
