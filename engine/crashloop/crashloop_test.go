@@ -82,12 +82,25 @@ func TestCrashLoop(t *testing.T) {
 
 // TestCrashLoopSteadyClock runs two rounds without clock faults.
 func TestCrashLoopSteadyClock(t *testing.T) {
-	rep, err := Run(context.Background(), Config{Dir: t.TempDir(), Rounds: 2, Workers: 4, Command: testCommand})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Rounds != 2 || rep.ClockJumpsBack+rep.ClockJumpsForward != 0 || rep.OpsAcknowledged == 0 {
-		t.Errorf("report %+v", rep)
+	// A round may be killed before any write is acknowledged (during Open,
+	// one round in six, or at once after a target of 0 acknowledgements), so
+	// both rounds of a run can end without one: then the run is repeated,
+	// up to three times, rather than the check dropped.
+	for attempt := 1; ; attempt++ {
+		rep, err := Run(context.Background(), Config{Dir: t.TempDir(), Rounds: 2, Workers: 4, Command: testCommand})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Rounds != 2 || rep.ClockJumpsBack+rep.ClockJumpsForward != 0 {
+			t.Fatalf("report %+v", rep)
+		}
+		if rep.OpsAcknowledged > 0 {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("three runs acknowledged no operation; last report %+v", rep)
+		}
+		t.Logf("run %d acknowledged no operation (early kills %d of %d rounds); again", attempt, rep.EarlyKills, rep.Rounds)
 	}
 }
 
