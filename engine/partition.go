@@ -68,6 +68,15 @@ func (p *Partition) Read(ctx context.Context, id string) (Item, error) {
 	return p.c.readID(ctx, id, p.key(id))
 }
 
+// ReadInto is Read rendering the body into buf's storage, as
+// Container.ReadInto.
+func (p *Partition) ReadInto(ctx context.Context, id string, buf []byte) (Item, error) {
+	if p.err != nil {
+		return Item{}, p.err
+	}
+	return p.c.readIDInto(ctx, id, p.key(id), buf)
+}
+
 // Create writes a new item in the partition: the document's value at the
 // key path must be the partition's key (absent stands for None), else
 // ErrInvalidPartitionKey. It fails with ErrConflict when a live item with

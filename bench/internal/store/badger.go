@@ -89,13 +89,19 @@ func (s *badgerStore) Put(ctx context.Context, items []Item) error {
 }
 
 func (s *badgerStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	return s.GetInto(ctx, key, nil)
+}
+
+// GetInto copies the value into dst with Item.ValueCopy, which reuses dst's
+// storage when it is large enough.
+func (s *badgerStore) GetInto(ctx context.Context, key string, dst []byte) ([]byte, bool, error) {
 	var v []byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		it, err := txn.Get([]byte(key))
 		if err != nil {
 			return err
 		}
-		v, err = it.ValueCopy(nil)
+		v, err = it.ValueCopy(dst[:0])
 		return err
 	})
 	if errors.Is(err, badger.ErrKeyNotFound) {

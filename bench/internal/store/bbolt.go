@@ -122,6 +122,11 @@ func (s *boltStore) Put(ctx context.Context, items []Item) error {
 }
 
 func (s *boltStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	return s.GetInto(ctx, key, nil)
+}
+
+// GetInto copies the value out of the read transaction into dst.
+func (s *boltStore) GetInto(ctx context.Context, key string, dst []byte) ([]byte, bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	now := time.Now().Unix()
@@ -133,7 +138,7 @@ func (s *boltStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
 			return nil
 		}
 		if _, v, ok := unstamp(raw, now); ok {
-			out, found = append([]byte(nil), v...), true
+			out, found = append(dst[:0], v...), true
 		}
 		return nil
 	})

@@ -77,6 +77,12 @@ func (s *buntStore) Put(ctx context.Context, items []Item) error {
 }
 
 func (s *buntStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	return s.GetInto(ctx, key, nil)
+}
+
+// GetInto copies the stored string (which Tx.Get returns without a copy)
+// into dst.
+func (s *buntStore) GetInto(ctx context.Context, key string, dst []byte) ([]byte, bool, error) {
 	var v string
 	err := s.db.View(func(tx *buntdb.Tx) error {
 		var err error
@@ -89,7 +95,7 @@ func (s *buntStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return []byte(v), true, nil
+	return append(dst[:0], v...), true, nil
 }
 
 func (s *buntStore) Close() error { return s.db.Close() }

@@ -66,7 +66,18 @@ func (s *ebbStore) Put(ctx context.Context, items []Item) error {
 }
 
 func (s *ebbStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	it, err := s.c.Read(ctx, key)
+	return s.GetInto(ctx, key, nil)
+}
+
+// GetInto reads with Container.ReadInto, which renders the body into dst.
+func (s *ebbStore) GetInto(ctx context.Context, key string, dst []byte) ([]byte, bool, error) {
+	var it engine.Item
+	var err error
+	if dst == nil {
+		it, err = s.c.Read(ctx, key)
+	} else {
+		it, err = s.c.ReadInto(ctx, key, dst)
+	}
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil, false, nil
 	}

@@ -91,6 +91,11 @@ func (s *pebbleStore) Put(ctx context.Context, items []Item) error {
 }
 
 func (s *pebbleStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	return s.GetInto(ctx, key, nil)
+}
+
+// GetInto copies the value, valid until the closer is closed, into dst.
+func (s *pebbleStore) GetInto(ctx context.Context, key string, dst []byte) ([]byte, bool, error) {
 	raw, closer, err := s.db.Get(dataKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -103,7 +108,7 @@ func (s *pebbleStore) Get(ctx context.Context, key string) ([]byte, bool, error)
 	if !ok {
 		return nil, false, nil
 	}
-	return append([]byte(nil), v...), true, nil
+	return append(dst[:0], v...), true, nil
 }
 
 // sweep deletes the items expired at now, sweepChunk per batch.

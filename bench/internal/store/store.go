@@ -35,6 +35,12 @@ type Store interface {
 	// Get returns a copy of the value of key, or found == false when it
 	// does not exist or has expired.
 	Get(ctx context.Context, key string) (value []byte, found bool, err error)
+	// GetInto is Get that copies the value into dst's storage (from
+	// dst[:0], grown when too small) instead of a new allocation, so that a
+	// reader passing back the value it got allocates nothing per read for
+	// values: each store reads as its own API best allows, and the garbage
+	// collector's share of a read's latency is not the harness's.
+	GetInto(ctx context.Context, key string, dst []byte) (value []byte, found bool, err error)
 	// Close releases the store; its directory stays for a later Open.
 	Close() error
 }

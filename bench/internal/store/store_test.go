@@ -58,6 +58,21 @@ func TestConformance(t *testing.T) {
 			if name == "ebb" && !bytes.Contains(v, []byte(`"id":"doc-000000000003"`)) {
 				t.Fatalf("ebb get returned %q", v)
 			}
+			// GetInto answers as Get, in the storage it is given.
+			dst := make([]byte, 0, 64<<10)
+			for _, it := range batch[:5] {
+				want, _, _ := s.Get(ctx, it.Key)
+				got, ok, err := s.GetInto(ctx, it.Key, dst)
+				if err != nil || !ok || !bytes.Equal(got, want) {
+					t.Fatalf("GetInto(%s) = %q, %v, %v; Get = %q", it.Key, got, ok, err, want)
+				}
+				if &got[:1][0] != &dst[:1][0] {
+					t.Fatalf("GetInto(%s) did not copy into the 64 KiB buffer it was given", it.Key)
+				}
+			}
+			if _, ok, err := s.GetInto(ctx, "doc-999999999999", dst); ok || err != nil {
+				t.Fatalf("GetInto of a missing key: %v %v", ok, err)
+			}
 			if _, ok, err := s.Get(ctx, "doc-999999999999"); ok || err != nil {
 				t.Fatalf("get of a missing key: %v %v", ok, err)
 			}

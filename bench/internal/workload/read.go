@@ -118,7 +118,7 @@ func readPhase(ctx context.Context, s store.Store, c ReadConfig, readers int, hi
 			rng := rand.New(rand.NewPCG(uint64(r), uint64(time.Now().UnixNano())))
 			local := measure.NewHistogram()
 			defer lat.Merge(local)
-			var key []byte
+			var key, val []byte // val: each read's value, its storage reused (Store.GetInto)
 			for i := 0; ctx.Err() == nil; i++ {
 				if i%64 == 0 && time.Now().After(deadline) {
 					return
@@ -129,8 +129,11 @@ func readPhase(ctx context.Context, s store.Store, c ReadConfig, readers int, hi
 				}
 				key = gen.AppendKey(key[:0], "doc-", n)
 				t0 := time.Now()
-				_, found, err := s.Get(ctx, string(key))
+				v, found, err := s.GetInto(ctx, string(key), val)
 				local.Record(time.Since(t0))
+				if found {
+					val = v
+				}
 				if err != nil {
 					once.Do(func() { firstErr = err })
 					return

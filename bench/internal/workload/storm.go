@@ -204,7 +204,7 @@ func stormOne(ctx context.Context, cfg *Config, g *gen.Generator, name string) (
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 42))
-			var key []byte
+			var key, val []byte // val: each read's value, its storage reused (Store.GetInto)
 			for k := 0; ctx.Err() == nil; k++ {
 				due := start.Add(time.Duration(k*c.Workers+w) * interval)
 				if !due.Before(end) {
@@ -218,7 +218,11 @@ func stormOne(ctx context.Context, cfg *Config, g *gen.Generator, name string) (
 				var err error
 				if rng.Float64() < c.ReadShare {
 					var found bool
-					_, found, err = s.Get(ctx, string(key))
+					var v []byte
+					v, found, err = s.GetInto(ctx, string(key), val)
+					if found {
+						val = v
+					}
 					if err == nil && !found {
 						err = fmt.Errorf("foreground item %s not found", key)
 					}
