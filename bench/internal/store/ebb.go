@@ -69,15 +69,10 @@ func (s *ebbStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return s.GetInto(ctx, key, nil)
 }
 
-// GetInto reads with Container.ReadInto, which renders the body into dst.
+// GetInto reads with Container.ReadInto, which renders the body into dst
+// (a nil dst: a body of its own, as Read).
 func (s *ebbStore) GetInto(ctx context.Context, key string, dst []byte) ([]byte, bool, error) {
-	var it engine.Item
-	var err error
-	if dst == nil {
-		it, err = s.c.Read(ctx, key)
-	} else {
-		it, err = s.c.ReadInto(ctx, key, dst)
-	}
+	it, err := s.c.ReadInto(ctx, key, dst)
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil, false, nil
 	}

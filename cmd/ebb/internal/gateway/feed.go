@@ -111,9 +111,5 @@ func (q *request) changeFeed() *apiError {
 	}
 	h.Set("x-ms-item-count", strconv.Itoa(len(docs)))
 	q.noteRead()
-	d := ic.d
-	d.mu.Lock()
-	rid := collRID(d.meta.RID, d.collMetaOf(ic.c.ID()).RID)
-	d.mu.Unlock()
-	return q.replyJSON(http.StatusOK, map[string]any{"_rid": rid, "Documents": docs, "_count": len(docs)})
+	return q.replyDocuments(ic, docs)
 }

@@ -216,11 +216,13 @@ func (q *request) runItemQuery(spec querySpec, readFeed bool) *apiError {
 		h.Set("x-ms-cosmos-index-utilization", base64.StdEncoding.EncodeToString([]byte(`{"UtilizedSingleIndexes":[],"PotentialSingleIndexes":[],"UtilizedCompositeIndexes":[],"PotentialCompositeIndexes":[]}`)))
 	}
 	q.noteRead()
-	d := ic.d
-	d.mu.Lock()
-	rid := collRID(d.meta.RID, d.collMetaOf(ic.c.ID()).RID)
-	d.mu.Unlock()
-	return q.replyJSON(http.StatusOK, map[string]any{"_rid": rid, "Documents": docs, "_count": len(docs)})
+	return q.replyDocuments(ic, docs)
+}
+
+// replyDocuments answers 200 with a page of documents of ic's container,
+// in the service's shape: {"_rid": ..., "Documents": [...], "_count": n}.
+func (q *request) replyDocuments(ic *itemCtx, docs []json.RawMessage) *apiError {
+	return q.replyJSON(http.StatusOK, map[string]any{"_rid": collRID(ic.dbRID, ic.collRID), "Documents": docs, "_count": len(docs)})
 }
 
 // queryMetrics is the x-ms-documentdb-query-metrics header of a page.
