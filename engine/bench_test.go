@@ -159,7 +159,7 @@ func perfOpen(b *testing.B, dir string, o *Options) (*DB, *Container) {
 
 // perfOpenIn is perfOpen with the container's ExcludedPaths (when it is
 // created).
-func perfOpenIn(b *testing.B, dir string, o *Options, excluded []string) (*DB, *Container) {
+func perfOpenIn(b testing.TB, dir string, o *Options, excluded []string) (*DB, *Container) {
 	b.Helper()
 	db, err := Open(dir, o)
 	if err != nil {
@@ -287,6 +287,10 @@ func BenchmarkWriteBatch100NoSync(b *testing.B) { benchBatch(b, 100, &Options{No
 func BenchmarkWriteBatch100NoIndex(b *testing.B) {
 	benchBatchIn(b, 100, &Options{NoSync: true}, []string{"/*"})
 }
+
+// BenchmarkWriteBatch100Sync is BenchmarkWriteBatch100NoIndex with fsync
+// on: the shape of bench/'s fill of one writer of batches.
+func BenchmarkWriteBatch100Sync(b *testing.B) { benchBatchIn(b, 100, nil, []string{"/*"}) }
 
 // BenchmarkWriteNoIndex is BenchmarkWrite (fsynced) in a container that
 // indexes no path.

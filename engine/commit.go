@@ -52,13 +52,11 @@ type commitReq struct {
 	wake chan reqSignal
 
 	// Filled by the loop.
-	seq     uint64
-	recs    []segment.Record
-	sizes   []int
-	plain   []byte // the records, encoded one after another
-	payload []byte // plain as the journal stores it (segment.AppendPayload)
-	items   []Item
-	err     error
+	seq   uint64
+	recs  []segment.Record
+	sizes []int
+	items []Item
+	err   error
 	// expired is the expiry instant of an item whose having expired
 	// decided the outcome (a refused replace, delete or IfMatch), or 0.
 	expired int64
@@ -102,7 +100,7 @@ func (c *Container) commit(ctx context.Context, ops []op, batch bool) ([]Item, e
 }
 
 // renderItems completes the items apply returned with their etags and
-// bodies. The writer does it once its request is answered, so that the
+// bodies (but for the writes that asked for none, OmitBody). The writer does it once its request is answered, so that the
 // commit leader and the container lock are not held up by copying bodies.
 //
 // The bodies of a batch share one allocation, each body a slice of it
@@ -110,15 +108,21 @@ func (c *Container) commit(ctx context.Context, ops []op, batch bool) ([]Item, e
 func (r *commitReq) renderItems() {
 	size := 0
 	for i := range r.items {
-		if rec := &r.recs[i]; rec.Op == segment.OpPut {
+		if rec := &r.recs[i]; rec.Op == segment.OpPut && !r.ops[i].omitBody {
 			size += docfmt.RenderedSize(rec.Body)
 		}
 	}
-	buf := make([]byte, 0, size)
+	var buf []byte
+	if size > 0 {
+		buf = make([]byte, 0, size)
+	}
 	for i := range r.items {
 		if rec := &r.recs[i]; rec.Op == segment.OpPut {
 			it := &r.items[i]
 			it.ETag = docfmt.ETag(rec.Seq)
+			if r.ops[i].omitBody {
+				continue
+			}
 			start := len(buf)
 			buf = docfmt.Render(buf, rec.Body, rec.TS, it.ETag)
 			it.Body = buf[start:len(buf):len(buf)]
@@ -143,7 +147,17 @@ type pipeline struct {
 	// inflight maps each item written by a handed group to the group's last
 	// seq; an entry is stale once the apply loop has applied that seq.
 	inflight map[itemKey]uint64
+	// plain and payloads are scratch kept from group to group, so that a
+	// steady stream of writes encodes without allocating: plain holds one
+	// request's records while it is prepared, payloads the group's journal
+	// payloads back to back until the journal has copied them.
+	plain    []byte
+	payloads []byte
 }
+
+// maxRetainedScratch bounds the scratch a pipeline keeps for the next group;
+// a larger group's buffers are let go once it is written.
+const maxRetainedScratch = 4 << 20
 
 // itemKey names one item of one container.
 type itemKey struct {
@@ -183,6 +197,7 @@ func (db *DB) runGroup(p *pipeline, reqs []*commitReq) []*commitReq {
 	touched := make(map[itemKey]struct{}, len(reqs))
 	var group []*commitReq
 	var payloads [][]byte
+	p.payloads = p.payloads[:0]
 	var blockedBy uint64 // the unapplied group the first request waits for
 	bytes := 0
 	rest := reqs[len(reqs):]
@@ -206,17 +221,23 @@ outer:
 				break outer
 			}
 		}
-		if err := r.c.prepare(r, now, next); err != nil {
+		var err error
+		if p.plain, err = r.c.prepare(r, now, next, p.plain[:0]); err != nil {
 			r.finish(err)
 			continue
 		}
-		r.payload = segment.AppendPayload(r.payload[:0], r.plain)
+		// A payload keeps its place when p.payloads grows: the old array
+		// stays valid, and the journal copies every payload before the
+		// next group reuses the space.
+		start := len(p.payloads)
+		p.payloads = segment.AppendPayload(p.payloads, p.plain)
+		payload := p.payloads[start:len(p.payloads):len(p.payloads)]
 		for _, o := range r.ops {
 			touched[itemKey{r.c, o.id}] = struct{}{}
 		}
 		group = append(group, r)
-		payloads = append(payloads, r.payload)
-		bytes += len(r.payload)
+		payloads = append(payloads, payload)
+		bytes += len(payload)
 		next++
 	}
 	if len(group) == 0 {
@@ -226,6 +247,12 @@ outer:
 		return rest
 	}
 	first, err := db.jnl.Write(payloads...)
+	if cap(p.plain) > maxRetainedScratch {
+		p.plain = nil
+	}
+	if cap(p.payloads) > maxRetainedScratch {
+		p.payloads = nil
+	}
 	if err == nil && first != group[0].seq {
 		err = fmt.Errorf("ebb: journal assigned seq %d, expected %d", first, group[0].seq)
 	}
@@ -257,13 +284,14 @@ outer:
 	return rest
 }
 
-// prepare validates r's ops against the index at now and encodes its
-// records with sequence seq into r.plain. Nothing is changed.
-func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
+// prepare validates r's ops against the index at now and appends their
+// records, encoded with sequence seq, to plain, which it returns. Nothing is
+// changed.
+func (c *Container) prepare(r *commitReq, now int64, seq uint64, plain []byte) ([]byte, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.deleted {
-		return c.notFound()
+		return plain, c.notFound()
 	}
 	r.seq = seq
 	r.recs = r.recs[:0]
@@ -272,27 +300,27 @@ func (c *Container) prepare(r *commitReq, now int64, seq uint64) error {
 	for i := range r.ops {
 		size += len(r.ops[i].body) + len(r.ops[i].id) + recordOverhead
 	}
-	r.plain = slices.Grow(r.plain[:0], size)
+	plain = slices.Grow(plain, size)
 	for i, o := range r.ops {
 		if err := c.checkLocked(o, now); err != nil {
 			if !errors.Is(err, ErrConflict) {
 				r.expired = max(r.expired, c.expiredAtLocked(o.id, now))
 			}
 			if r.batch {
-				return &BatchError{Index: i, Err: err}
+				return plain, &BatchError{Index: i, Err: err}
 			}
-			return err
+			return plain, err
 		}
 		rec := segment.Record{Op: segment.OpPut, Container: c.num, Seq: seq, TS: now, TTL: o.ttl, ID: o.id, Body: o.body}
 		if o.kind == opDelete {
 			rec.Op, rec.TTL, rec.Body = segment.OpDelete, 0, nil
 		}
-		n := len(r.plain)
-		r.plain = segment.AppendRecord(r.plain, &rec)
+		n := len(plain)
+		plain = segment.AppendRecord(plain, &rec)
 		r.recs = append(r.recs, rec)
-		r.sizes = append(r.sizes, len(r.plain)-n)
+		r.sizes = append(r.sizes, len(plain)-n)
 	}
-	return nil
+	return plain, nil
 }
 
 // checkLocked applies the preconditions of one op; c.mu is held.

@@ -146,11 +146,21 @@ type Stats struct {
 type WriteOption func(*writeOptions)
 
 type writeOptions struct {
-	ifMatch string
+	ifMatch  string
+	omitBody bool
 }
 
 // IfMatch makes a write or delete conditional on the item's current etag:
 // it fails with ErrPreconditionFailed when the etag differs.
 func IfMatch(etag string) WriteOption {
 	return func(o *writeOptions) { o.ifMatch = etag }
+}
+
+// OmitBody leaves the Body of the Item a write returns nil (its ID, TS,
+// ETag and ExpiresAt are set as ever), as Cosmos DB's
+// EnableContentResponseOnWrite = false and "Prefer: return=minimal" do: a
+// writer that does not look at what it wrote saves rendering and copying
+// the document. What is stored is the same either way.
+func OmitBody() WriteOption {
+	return func(o *writeOptions) { o.omitBody = true }
 }

@@ -30,6 +30,8 @@ type op struct {
 	ttl     int32  // the item's own ttl: 0 absent, -1, n
 	body    []byte // stored form: system properties stripped
 	ifMatch string
+	// omitBody: the Item returned has no Body (OmitBody).
+	omitBody bool
 
 	// terms are the document's secondary-index terms, computed by the
 	// writer under indexing policy generation termsGen (consistent mode).
@@ -71,7 +73,7 @@ func applyOptions(o *op, opts []WriteOption) {
 			f(&wo)
 		}
 	}
-	o.ifMatch = wo.ifMatch
+	o.ifMatch, o.omitBody = wo.ifMatch, wo.omitBody
 }
 
 // Create writes a new item. It fails with ErrConflict when a live item with

@@ -9,7 +9,9 @@ import (
 
 // ebb: one container with DefaultTTL -1 (TTL on, each item's own "ttl"
 // property decides), Upsert for single writes, ExecuteBatch for batches
-// (one journal entry, one fsync shared by group commit), Read for gets.
+// (one journal entry, one fsync shared by group commit), both with
+// OmitBody (like the peers, a put returns no copy of the value), Read for
+// gets.
 // Everything else at its default: the background compactor every second.
 
 func init() {
@@ -54,12 +56,12 @@ func openEbb(dir string, o Options) (Store, error) {
 
 func (s *ebbStore) Put(ctx context.Context, items []Item) error {
 	if len(items) == 1 {
-		_, err := s.c.Upsert(ctx, items[0].Value)
+		_, err := s.c.Upsert(ctx, items[0].Value, engine.OmitBody())
 		return err
 	}
 	b := s.c.NewBatch()
 	for _, it := range items {
-		b.Upsert(it.Value)
+		b.Upsert(it.Value, engine.OmitBody())
 	}
 	_, err := s.c.ExecuteBatch(ctx, b)
 	return err

@@ -158,10 +158,20 @@ func (q *request) itemBody() ([]byte, *apiError) {
 	return b, nil
 }
 
-// writeOpts are the write's options from If-Match.
+// writeOpts are the write's options from If-Match and Prefer.
 func (q *request) writeOpts() []engine.WriteOption {
+	opts := q.createOpts()
 	if im := q.r.Header.Get("If-Match"); im != "" && im != "*" {
-		return []engine.WriteOption{engine.IfMatch(im)}
+		opts = append(opts, engine.IfMatch(im))
+	}
+	return opts
+}
+
+// createOpts are a create's options, from Prefer (a create has no etag to
+// match).
+func (q *request) createOpts() []engine.WriteOption {
+	if q.minimal() {
+		return []engine.WriteOption{engine.OmitBody()} // replyItem sends no body
 	}
 	return nil
 }
@@ -197,7 +207,7 @@ func (q *request) createItem() *apiError {
 		}
 		return q.replyItem(ic, status, it, true)
 	}
-	it, err := scope.Create(ctx, body)
+	it, err := scope.Create(ctx, body, q.createOpts()...)
 	if err != nil {
 		return fromEngine(err)
 	}
