@@ -22,8 +22,9 @@ import (
 // encoded and written while the fsync of the previous one runs. Many
 // concurrent writers thus share one fsync, a write is acknowledged only
 // after its fsync, and readers never see a write that is not yet durable.
-// A lone writer does all of it on its own goroutine but the fsync, and
-// with Options.NoSync all of it: no hand-off between goroutines.
+// A lone writer (nobody waiting behind it, no group in the apply loop)
+// does all of it on its own goroutine, the fsync too, and so does every
+// writer with Options.NoSync: no hand-off between goroutines.
 //
 // Two writes to the same item never share a group, and a write to an item
 // whose previous write is written but not yet applied waits for it: each
@@ -271,11 +272,15 @@ outer:
 	for k := range touched {
 		p.inflight[k] = last
 	}
+	prev := p.handed
 	p.handed = last
 	g := &commitGroup{reqs: group, last: last}
-	if db.opts.NoSync {
-		// No fsync to overlap with: applying here saves the writers a
-		// hand-off between goroutines.
+	if db.opts.NoSync || (len(rest) == 0 && applied >= prev && db.queueEmpty()) {
+		// No fsync to overlap with (NoSync), or nothing to overlap it
+		// with: no group is in the apply loop and no writer waits for the
+		// next. Applying here saves the writers two hand-offs between
+		// goroutines; a writer that comes meanwhile waits for this group
+		// as it would for the apply loop.
 		db.takeGroups(g)
 		db.applyGroups([]*commitGroup{g})
 		return rest

@@ -84,6 +84,13 @@ func (db *DB) lead(own *commitReq) {
 	}
 }
 
+// queueEmpty reports whether no request waits in the queue.
+func (db *DB) queueEmpty() bool {
+	db.commit.Lock()
+	defer db.commit.Unlock()
+	return len(db.commit.queue) == 0
+}
+
 // waitQueueIdle waits until nobody leads the queue; once the DB is closed
 // to new requests, that is when every accepted request has been run.
 func (db *DB) waitQueueIdle() {
