@@ -120,7 +120,7 @@ func (r *commitReq) renderItems() {
 	for i := range r.items {
 		if rec := &r.recs[i]; rec.Op == segment.OpPut {
 			it := &r.items[i]
-			it.ETag = docfmt.ETag(rec.Seq)
+			it.ETag = docfmt.CachedETag(rec.Seq) // one string for the whole request: its records share rec.Seq
 			if r.ops[i].omitBody {
 				continue
 			}
@@ -338,8 +338,8 @@ func (c *Container) checkLocked(o op, now int64) error {
 		return fmt.Errorf("%w: item %s in container %q", ErrNotFound, showItem(o.id), c.id)
 	case o.ifMatch != "" && !live:
 		return fmt.Errorf("%w: item %s in container %q does not exist, so etag %s cannot match", ErrPreconditionFailed, showItem(o.id), c.id, o.ifMatch)
-	case o.ifMatch != "" && docfmt.ETag(s.Seq) != o.ifMatch:
-		return fmt.Errorf("%w: item %s in container %q has etag %s, not %s", ErrPreconditionFailed, showItem(o.id), c.id, docfmt.ETag(s.Seq), o.ifMatch)
+	case o.ifMatch != "" && docfmt.CachedETag(s.Seq) != o.ifMatch:
+		return fmt.Errorf("%w: item %s in container %q has etag %s, not %s", ErrPreconditionFailed, showItem(o.id), c.id, docfmt.CachedETag(s.Seq), o.ifMatch)
 	}
 	return nil
 }

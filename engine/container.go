@@ -344,7 +344,7 @@ func makeItem(r *segment.Record, expires int64) Item {
 // grown; the Item's body is capped at its own length, so that appending to
 // dst later cannot reach into it.
 func appendItem(dst []byte, r *segment.Record, expires int64) (Item, []byte) {
-	etag := docfmt.ETag(r.Seq)
+	etag := docfmt.CachedETag(r.Seq)
 	start := len(dst)
 	dst = docfmt.Render(dst, r.Body, r.TS, etag)
 	id, pk := splitItemKey(r.ID)

@@ -115,14 +115,22 @@ func RenderedSize(stored []byte) int {
 // ETag renders the etag of the version written with sequence seq: the
 // sequence in 16 hex digits, quoted as Cosmos DB quotes its etags.
 func ETag(seq uint64) string {
+	var b [etagLen]byte
+	putETag(&b, seq)
+	return string(b[:])
+}
+
+// etagLen is the length of every etag.
+const etagLen = 18
+
+// putETag writes the etag of seq into b.
+func putETag(b *[etagLen]byte, seq uint64) {
 	const hexDigits = "0123456789abcdef"
-	var b [18]byte
-	b[0], b[17] = '"', '"'
-	for i := 16; i >= 1; i-- {
+	b[0], b[etagLen-1] = '"', '"'
+	for i := etagLen - 2; i >= 1; i-- {
 		b[i] = hexDigits[seq&15]
 		seq >>= 4
 	}
-	return string(b[:])
 }
 
 // SkipWS returns the index of the first byte of b at or after i that is
