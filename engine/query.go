@@ -343,7 +343,7 @@ func (c *Container) liveSlotsLocked(ctx context.Context, bm *roaring.Bitmap, now
 			dst = append(dst, cand{s, n})
 		}
 	}
-	slices.SortFunc(dst[start:], byID)
+	sortByID(dst[start:])
 	return dst, nil
 }
 
