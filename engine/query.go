@@ -205,7 +205,7 @@ func byID(a, b cand) int { return cmp.Compare(a.ID, b.ID) }
 
 // walkSlack is how many slots beyond the window a stopped walk takes, so
 // that a few items deleted or expired meanwhile need no second walk.
-const walkSlack = 16
+const walkSlack = 4
 
 // collect plans q and returns the live slots it must read. With mayStop,
 // an index walk for ORDER BY may stop once it holds the window's worth.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/query"
@@ -148,8 +149,9 @@ type window struct {
 	// left to skip (see wants).
 	pend *pendingDocs
 	// slab is where the bodies of whole documents taken are rendered, many
-	// to one allocation (see render).
-	slab []byte
+	// to one allocation (see render), and etags where their etags are.
+	slab  []byte
+	etags *strings.Builder
 }
 
 // bodySlab is the largest allocation a query renders its documents' bodies
@@ -183,9 +185,28 @@ func (w *window) render(rec *segment.Record, expires int64) Item {
 		}
 		w.slab = make([]byte, 0, min(size, bodySlab))
 	}
-	it, slab := appendItem(w.slab, rec, expires)
-	w.slab = slab
-	return it
+	start := len(w.slab)
+	w.slab = docfmt.RenderSeq(w.slab, rec.Body, rec.TS, rec.Seq)
+	id, pk := splitItemKey(rec.ID)
+	return Item{ID: id, PartitionKey: pk, TS: rec.TS, ETag: w.etag(rec.Seq), ExpiresAt: itemExpiry(expires),
+		Body: w.slab[start:len(w.slab):len(w.slab)]}
+}
+
+// etagBatch is how many rows' etags share one allocation.
+const etagBatch = 32
+
+// etag is docfmt.ETag(seq) for a row of w: a slice of a string that the
+// etags of many rows share, which spares an allocation per row.
+func (w *window) etag(seq uint64) string {
+	const n = len(`"0123456789abcdef"`)
+	if w.etags == nil || w.etags.Cap()-w.etags.Len() < n {
+		w.etags = new(strings.Builder)
+		w.etags.Grow(n * etagBatch)
+	}
+	var buf [n]byte
+	start := w.etags.Len()
+	w.etags.Write(docfmt.AppendETag(buf[:0], seq))
+	return w.etags.String()[start:]
 }
 
 func newWindow(q *query.Bound) *window {
@@ -198,7 +219,7 @@ func newWindow(q *query.Bound) *window {
 // before the last place taken and every item already taken.
 func (w *window) rest() *window {
 	r := *w
-	r.slab = nil // w's bodies stay w's
+	r.slab, r.etags = nil, nil // w's bodies stay w's
 	r.pend = nil
 	return &r
 }
@@ -519,6 +540,9 @@ func (s *seenIDs) add(id string) (had bool) {
 		return true
 	}
 	if len(s.few) < seenFew {
+		if s.few == nil {
+			s.few = make([]string, 0, seenFew)
+		}
 		s.few = append(s.few, id)
 		return false
 	}
