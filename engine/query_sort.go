@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -13,15 +14,19 @@ import (
 // bytes that follow the prefix all the ids share, as integers, with a
 // radix sort, and compares whole ids only among those that tie there.
 
-// radixSortMin is the fewest candidates sortByID radix-sorts; fewer are
-// sorted by comparison, which is as fast for them.
-const radixSortMin = 256
+// Below radixSortMin candidates the keys are sorted by comparison (a radix
+// sort's fixed cost is a pass over its 256 counts per byte), and below
+// keySortMin the candidates themselves are.
+const (
+	radixSortMin = 256
+	keySortMin   = 16
+)
 
 // sortByID sorts cands by id. It leaves them as they are when they are in
 // id order already (slots given out in the order ids were first written,
 // to ids that grow: a common case).
 func sortByID(cands []cand) {
-	if len(cands) < radixSortMin {
+	if len(cands) < keySortMin {
 		slices.SortFunc(cands, byID)
 		return
 	}
@@ -37,48 +42,31 @@ func sortByID(cands []cand) {
 		and &= k
 		or |= k
 	}
-	keys = radixSort(keys, make([]idKey, len(keys)), and^or)
 	// Ids that tie on their 8 bytes after the common prefix are ordered by
 	// the rest.
+	rest := func(a, b idKey) int { return strings.Compare(cands[a.i].ID[lcp:], cands[b.i].ID[lcp:]) }
+	if len(keys) < radixSortMin {
+		slices.SortFunc(keys, func(a, b idKey) int {
+			if c := cmp.Compare(a.k, b.k); c != 0 {
+				return c
+			}
+			return rest(a, b)
+		})
+		permute(cands, keys)
+		return
+	}
+	keys = radixSort(keys, make([]idKey, len(keys)), and^or)
 	for i := 0; i < len(keys); {
 		j := i + 1
 		for j < len(keys) && keys[j].k == keys[i].k {
 			j++
 		}
 		if j-i > 1 {
-			slices.SortFunc(keys[i:j], func(a, b idKey) int {
-				return strings.Compare(cands[a.i].ID[lcp:], cands[b.i].ID[lcp:])
-			})
+			slices.SortFunc(keys[i:j], rest)
 		}
 		i = j
 	}
 	permute(cands, keys)
-}
-
-// permute moves cands into the order keys give (cands[keys[j].i] goes to
-// j), in place: each candidate is moved once, along the permutation's
-// cycles, and keys is used up to mark the places done.
-func permute(cands []cand, keys []idKey) {
-	const done = ^uint32(0)
-	for j := range keys {
-		if keys[j].i == done || keys[j].i == uint32(j) {
-			continue
-		}
-		// Follow the cycle through j: place j takes from keys[j].i, which
-		// takes from its own source, until the cycle comes back to j.
-		tmp := cands[j]
-		at := uint32(j)
-		for {
-			from := keys[at].i
-			keys[at].i = done
-			if from == uint32(j) {
-				cands[at] = tmp
-				break
-			}
-			cands[at] = cands[from]
-			at = from
-		}
-	}
 }
 
 // idKey is a candidate's sort key: 8 bytes of its id as an integer, and its
@@ -146,4 +134,30 @@ func radixSort(keys, tmp []idKey, differ uint64) []idKey {
 		keys, tmp = tmp, keys
 	}
 	return keys
+}
+
+// permute moves cands into the order keys give (cands[keys[j].i] goes to
+// j), in place: each candidate is moved once, along the permutation's
+// cycles, and keys is used up to mark the places done.
+func permute(cands []cand, keys []idKey) {
+	const done = ^uint32(0)
+	for j := range keys {
+		if keys[j].i == done || keys[j].i == uint32(j) {
+			continue
+		}
+		// Follow the cycle through j: place j takes from keys[j].i, which
+		// takes from its own source, until the cycle comes back to j.
+		tmp := cands[j]
+		at := uint32(j)
+		for {
+			from := keys[at].i
+			keys[at].i = done
+			if from == uint32(j) {
+				cands[at] = tmp
+				break
+			}
+			cands[at] = cands[from]
+			at = from
+		}
+	}
 }

@@ -26,7 +26,7 @@ func TestSortByID(t *testing.T) {
 		"shortLong": func(int) string { return "s" + fmt.Sprint(r.IntN(10)) + string(make([]byte, r.IntN(3))) },
 	}
 	for name, gen := range gens {
-		for _, n := range []int{0, 1, 2, 10, radixSortMin - 1, radixSortMin, 1000, 5000} {
+		for _, n := range []int{0, 1, 2, 10, keySortMin - 1, keySortMin, 100, radixSortMin - 1, radixSortMin, 1000, 5000} {
 			cands := make([]cand, n)
 			for i := range cands {
 				cands[i] = cand{Slot: index.Slot{ID: gen(i)}, n: uint32(i)}
