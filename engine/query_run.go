@@ -156,9 +156,11 @@ type window struct {
 
 // bodySlab is the largest allocation a query renders its documents' bodies
 // into; a body over a quarter of it gets an allocation of its own. It is a
-// small size class of Go's allocator: a larger one takes fresh pages from
-// the heap each time, and a page fault for each page.
-const bodySlab = 16 << 10
+// small size class of Go's allocator (a larger one takes fresh pages from
+// the heap each time, and a page fault for each page) whose span holds
+// four: 16 KiB, the next class up, has a span of its own for each
+// allocation, which cost a trip to the heap per slab.
+const bodySlab = 14336
 
 // wants reports whether a raw doc read now must be rendered as it is read:
 // unless the window is still skipping rows (and nothing can be offered

@@ -108,19 +108,34 @@ func Render(dst, stored []byte, ts int64, etag string) []byte {
 // query does for every row it returns. dst must have room for
 // RenderedSize(stored) more bytes, or it grows as append grows it.
 func RenderSeq(dst, stored []byte, ts int64, seq uint64) []byte {
+	dst = appendHead(dst, ts, seq)
+	rest := members(stored)
+	if rest == nil {
+		return append(dst, '}')
+	}
+	return append(append(dst, ','), rest...)
+}
+
+// appendHead appends the start of a rendered body up to its etag.
+func appendHead(dst []byte, ts int64, seq uint64) []byte {
 	dst = append(dst, `{"_ts":`...)
 	dst = strconv.AppendInt(dst, ts, 10)
 	dst = append(dst, `,"_etag":"\"`...)
 	dst = appendHex16(dst, seq)
-	dst = append(dst, `\""`...)
+	return append(dst, `\""`...)
+}
+
+// members returns the stored object's members and closing brace, from the
+// first member on, or nil for an object without members.
+func members(stored []byte) []byte {
 	rest := stored[SkipWS(stored, 0):]
 	if len(rest) > 0 && rest[0] == '{' {
 		rest = rest[SkipWS(rest, 1):]
 	}
 	if len(rest) == 0 || rest[0] == '}' {
-		return append(dst, '}')
+		return nil
 	}
-	return append(append(dst, ','), rest...)
+	return rest
 }
 
 // AppendETag appends ETag(seq) to dst.
