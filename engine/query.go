@@ -253,6 +253,10 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, sc scope, now i
 	if q.IsCount() && out.exact && !q.CountNeedsDocs() {
 		// The index decided the WHERE: count live slots, read nothing.
 		out.counted = true
+		if n, ok := c.idx.CountLive(bm, now); ok {
+			out.count = int64(n)
+			return out, ctx.Err()
+		}
 		it := bm.Iterator()
 		for it.HasNext() {
 			if _, ok := c.idx.SlotAt(it.Next(), now); ok { // the inline expiry check
