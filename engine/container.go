@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -262,50 +263,72 @@ const noSlotHint = math.MaxUint32
 // from a segment file goes into *buf (reused: rec.Body is valid until the
 // next use of buf), else into an allocation of its own.
 func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.Record, buf *[]byte) (expires int64, err error) {
+	expires, _, err = c.fetchView(id, hint, now, rec, func(rec *segment.Record, _ int64) {
+		if buf != nil {
+			start := len(*buf)
+			*buf = append(*buf, rec.Body...)
+			rec.Body = (*buf)[start:len(*buf):len(*buf)]
+		} else {
+			rec.Body = bytes.Clone(rec.Body)
+		}
+	})
+	return expires, err
+}
+
+// fetchView is fetchHinted that hands the record, once found and checked,
+// to fn in place (segment.Reader.View) with its expiry instant: a body read
+// from a segment file is valid only until fn returns, unless fn copies it
+// and points rec.Body at the copy; a memtable's body stays valid. fn must
+// be quick, as it may run under a block cache shard's lock, and is not
+// called when fetchView fails. It also reports whether it read the
+// record's block from its file (not found in the block cache).
+func (c *Container) fetchView(id string, hint uint32, now int64, rec *segment.Record, fn func(rec *segment.Record, expires int64)) (expires int64, missed bool, err error) {
 	if err := c.db.usable(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	c.mu.RLock()
 	if c.deleted {
 		c.mu.RUnlock()
-		return 0, c.notFound()
+		return 0, false, c.notFound()
 	}
 	s, ok := c.idx.LookupHinted(id, hint, now)
 	if !ok {
 		expired := c.expiredAtLocked(id, now)
 		c.mu.RUnlock()
 		c.db.observeExpiry(expired)
-		return 0, &itemNotFound{id, c.id}
+		return 0, false, &itemNotFound{id, c.id}
 	}
 	expires = c.idx.ExpiresAt(&s)
 	if r, ok := c.memRecordLocked(s.Loc); ok {
 		*rec = *r
 		c.mu.RUnlock()
-		return expires, nil
+		fn(rec, expires)
+		return expires, false, nil
 	}
 	f := c.files[s.Loc.File]
 	if f == nil {
 		c.mu.RUnlock()
-		return 0, fmt.Errorf("ebb: item %s: segment %d is not open: %w", showItem(id), s.Loc.File, ErrCorrupt)
+		return 0, false, fmt.Errorf("ebb: item %s: segment %d is not open: %w", showItem(id), s.Loc.File, ErrCorrupt)
 	}
 	f.acquire()
 	c.mu.RUnlock()
 	defer f.release()
-	rec.ID = id // Get keeps it when the record's id is the same: no copy
+	rec.ID = id // View keeps it when the record's id is the same: no copy
 	h := segment.Handle{Block: s.Loc.Block, Off: s.Loc.Off}
-	if buf != nil {
-		*buf, err = f.r.GetAppend(h, rec, *buf)
-	} else {
-		err = f.r.Get(h, rec)
-	}
+	stale := false
+	cached, err := f.r.View(h, rec, func(rec *segment.Record) {
+		if stale = rec.ID != id || rec.Seq != s.Seq || rec.Op != segment.OpPut; !stale {
+			fn(rec, expires)
+		}
+	})
 	if err != nil {
-		return 0, fmt.Errorf("ebb: read item %s: %w", showItem(id), err)
+		return 0, !cached, fmt.Errorf("ebb: read item %s: %w", showItem(id), err)
 	}
-	if rec.ID != id || rec.Seq != s.Seq || rec.Op != segment.OpPut {
-		return 0, fmt.Errorf("ebb: item %s: segment %d block %d offset %d holds %s %q seq %d, index says seq %d: %w",
+	if stale {
+		return 0, !cached, fmt.Errorf("ebb: item %s: segment %d block %d offset %d holds %s %q seq %d, index says seq %d: %w",
 			showItem(id), s.Loc.File, s.Loc.Block, s.Loc.Off, rec.Op, rec.ID, rec.Seq, s.Seq, ErrCorrupt)
 	}
-	return expires, nil
+	return expires, !cached, nil
 }
 
 // expiredAtLocked returns the expiry instant of item id if it is in the

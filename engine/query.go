@@ -205,7 +205,7 @@ func byID(a, b cand) int { return cmp.Compare(a.ID, b.ID) }
 
 // walkSlack is how many slots beyond the window a stopped walk takes, so
 // that a few items deleted or expired meanwhile need no second walk.
-const walkSlack = 16
+const walkSlack = 4
 
 // collect plans q and returns the live slots it must read. With mayStop,
 // an index walk for ORDER BY may stop once it holds the window's worth.
@@ -253,6 +253,10 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, sc scope, now i
 	if q.IsCount() && out.exact && !q.CountNeedsDocs() {
 		// The index decided the WHERE: count live slots, read nothing.
 		out.counted = true
+		if n, ok := c.idx.CountLive(bm, now); ok {
+			out.count = int64(n)
+			return out, ctx.Err()
+		}
 		it := bm.Iterator()
 		for it.HasNext() {
 			if _, ok := c.idx.SlotAt(it.Next(), now); ok { // the inline expiry check
@@ -343,7 +347,7 @@ func (c *Container) liveSlotsLocked(ctx context.Context, bm *roaring.Bitmap, now
 			dst = append(dst, cand{s, n})
 		}
 	}
-	slices.SortFunc(dst[start:], byID)
+	sortByID(dst[start:])
 	return dst, nil
 }
 

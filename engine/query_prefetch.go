@@ -12,7 +12,9 @@ import (
 // the query's goroutine works on a row (and its caller on the row before),
 // a prefetcher on another goroutine reads the blocks of the next few
 // candidates into the cache, so that on a machine with a core to spare the
-// rows find their blocks there.
+// rows find their blocks there. It is started at the first row whose block
+// was not cached: a query over cached blocks (the usual case) does not pay
+// for a goroutine that would find nothing to do.
 
 // prefetchMin is the fewest candidates a query reads for which a
 // prefetcher is started: below it the goroutine costs more than it saves.
@@ -29,28 +31,33 @@ const prefetchAhead = 32
 type prefetcher struct {
 	c     *Container
 	slots []cand
-	next  atomic.Int64  // the index of the slot the query reads next
+	base  int           // the query's index of slots[0]
+	next  atomic.Int64  // the index in slots of the slot the query reads next
 	stop  atomic.Bool   // the query is done
 	moved chan struct{} // the query moved on (or is done); one pending signal at most
 	wg    sync.WaitGroup
 }
 
-// startPrefetch starts a prefetcher for slots, or returns nil when there
+// startPrefetch starts a prefetcher for the slots a query reads after
+// slots[i], where it found a block not cached, or returns nil when there
 // are too few of them, or no second core for it to run on.
-func (c *Container) startPrefetch(slots []cand) *prefetcher {
-	if len(slots) < prefetchMin || runtime.GOMAXPROCS(0) < 2 {
+func (c *Container) startPrefetch(slots []cand, i int) *prefetcher {
+	if len(slots)-i-1 < prefetchMin || runtime.GOMAXPROCS(0) < 2 {
 		return nil
 	}
-	p := &prefetcher{c: c, slots: slots, moved: make(chan struct{}, 1)}
+	p := &prefetcher{c: c, slots: slots[i+1:], base: i + 1, moved: make(chan struct{}, 1)}
+	p.next.Store(0)
 	p.wg.Go(p.run)
 	return p
 }
 
-// at tells the prefetcher that the query reads slot i next.
+// at tells the prefetcher that the query reads slot i (the query's index)
+// next.
 func (p *prefetcher) at(i int) {
 	if p == nil {
 		return
 	}
+	i -= p.base
 	p.next.Store(int64(i))
 	if i%(prefetchAhead/2) == 0 {
 		p.signal()

@@ -63,9 +63,15 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, sc scope, yiel
 
 // doc is one fetched, matching item of a query.
 type doc struct {
+	// rec is the item's record; its Body is not kept (nil): a raw doc is
+	// rendered as it is read, any other decoded into val.
 	rec segment.Record
 	val query.Value
 	raw bool // not decoded: a SELECT * the index alone decided (val unset)
+	// rendered: item is the raw doc's result, rendered as it was read (a
+	// raw doc is not rendered while its window is skipping rows).
+	rendered bool
+	item     Item
 	// expires is the item's expiry instant when it was read (policy.Never: none).
 	expires int64
 	// changed: the item was written after the candidates were collected,
@@ -80,26 +86,41 @@ type doc struct {
 //
 // With trusted, the candidates are known to match as they were collected
 // and only the whole document is wanted: an item still at the version
-// collected is not decoded at all (doc.raw).
-func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool, bodies *[]byte) (bool, error) {
-	var err error
-	if d.expires, err = c.fetchHinted(s.ID, s.n, c.db.clock.now(), &d.rec, bodies); err != nil {
-		if isNotFound(err) && !c.isDeleted() {
-			return false, nil
+// collected is not decoded at all (doc.raw), and, when out (not nil) will
+// take it, is rendered into out's slab straight from the block it is read
+// from. Any other item is rendered into *scratch (nil: a buffer of its
+// own), reused from row to row, and decoded from there. It also reports
+// whether it read the item's block from its file (see fetchView).
+func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool, scratch *[]byte, out *window) (ok, missed bool, err error) {
+	if scratch == nil {
+		scratch = new([]byte)
+	}
+	d.expires, missed, err = c.fetchView(s.ID, s.n, c.db.clock.now(), &d.rec, func(rec *segment.Record, expires int64) {
+		if trusted && rec.Seq == s.Seq {
+			if out != nil && out.wants() {
+				d.item, d.rendered = out.render(rec, expires), true
+			}
+			return
 		}
-		return false, err
+		*scratch = docfmt.Render((*scratch)[:0], rec.Body, rec.TS, docfmt.ETag(rec.Seq))
+	})
+	d.rec.Body = nil // gone with the block (or the memtable's): never read again
+	if err != nil {
+		if isNotFound(err) && !c.isDeleted() {
+			return false, missed, nil
+		}
+		return false, missed, err
 	}
 	d.changed = d.rec.Seq != s.Seq
 	if d.raw = trusted && !d.changed; d.raw {
-		return true, nil
+		return true, missed, nil
 	}
-	etag := docfmt.ETag(d.rec.Seq)
-	v, err := query.Decode(docfmt.Render(nil, d.rec.Body, d.rec.TS, etag))
+	v, err := query.Decode(*scratch)
 	if err != nil {
-		return false, fmt.Errorf("ebb: item %s: stored body does not decode: %w: %w", showItem(s.ID), err, ErrCorrupt)
+		return false, missed, fmt.Errorf("ebb: item %s: stored body does not decode: %w: %w", showItem(s.ID), err, ErrCorrupt)
 	}
 	d.val = v
-	return q.Match(v), nil
+	return q.Match(v), missed, nil
 }
 
 // trusted reports whether the candidates need neither the WHERE re-checked
@@ -109,135 +130,21 @@ func (cands *candidates) trusted(q *query.Bound) bool {
 	return q.SelectsAll() && (cands.exact || !q.HasWhere())
 }
 
-// window applies TOP or OFFSET/LIMIT to projected results.
-type window struct {
-	skip, limit int64 // what is left to skip and to take; limit < 0: no limit
-	taken       int64 // results skipped or yielded so far
-	// For an ordered walk (offerOrdered): the place of the last result
-	// taken, so that nothing is taken out of order, and, when a walk may
-	// run again (remember), the ids taken, so that nothing is taken twice.
-	hasLast bool
-	lastKey query.Value
-	lastID  string
-	desc    bool
-	seen    map[string]bool
-	// slab is where the bodies of whole documents taken are rendered, many
-	// to one allocation (see render).
-	slab []byte
-}
-
-// bodySlab is the largest allocation a query renders its documents' bodies
-// into; a body over a quarter of it gets an allocation of its own. It is a
-// small size class of Go's allocator: a larger one takes fresh pages from
-// the heap each time, and a page fault for each page.
-const bodySlab = 16 << 10
-
-// render is makeItem for a result of w: the body is carved from w's slab
-// (appendItem), which spares an allocation per row (the slab lives while
-// any of its bodies does).
-func (w *window) render(rec *segment.Record, expires int64) Item {
-	n := docfmt.RenderedSize(rec.Body)
-	if n > bodySlab/4 {
-		return makeItem(rec, expires)
-	}
-	if cap(w.slab)-len(w.slab) < n {
-		// Slabs start small, for the queries that take a few rows, and
-		// double up to bodySlab.
-		w.slab = make([]byte, 0, min(max(4*n, 2*cap(w.slab)), bodySlab))
-	}
-	it, slab := appendItem(w.slab, rec, expires)
-	w.slab = slab
-	return it
-}
-
-func newWindow(q *query.Bound) *window {
-	skip, limit := q.Window()
-	return &window{skip: skip, limit: limit}
-}
-
-// rest is the window for walking the same query again from the start: it
-// keeps what is left to skip and take, and passes over every result at or
-// before the last place taken and every item already taken.
-func (w *window) rest() *window {
-	r := *w
-	r.slab = nil // w's bodies stay w's
-	return &r
-}
-
-// offerOrdered is offer for results of an ordered walk, given d's ORDER BY
-// value: a result that sorts at or before the last one taken (an item that
-// moved behind the walk while it ran), or an item already taken, is passed
-// over, so what is yielded stays in order and holds no item twice.
-func (w *window) offerOrdered(q *query.Bound, key query.Value, d *doc, yield func(Item, error) bool) bool {
-	if w.limit == 0 {
-		return false
-	}
-	if w.hasLast && query.CompareOrder(key, d.rec.ID, w.lastKey, w.lastID, w.desc) <= 0 {
-		return true
-	}
-	if w.seen != nil {
-		if w.seen[d.rec.ID] {
-			return true
-		}
-		w.seen[d.rec.ID] = true
-	}
-	w.hasLast, w.lastKey, w.lastID = true, key, d.rec.ID
-	return w.offer(q, d, yield)
-}
-
-// full reports whether the window has all it will take.
-func (w *window) full() bool { return w.limit == 0 }
-
-// offer projects d and yields it if the window takes it; it reports
-// whether to go on.
-func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) bool {
-	if w.limit == 0 {
-		return false
-	}
-	if d.raw {
-		w.taken++
-		if w.skip > 0 {
-			w.skip--
-			return true
-		}
-		if w.limit > 0 {
-			w.limit--
-		}
-		return yield(w.render(&d.rec, d.expires), nil) && w.limit != 0
-	}
-	v, ok := q.Project(d.val)
-	if !ok {
-		return true // SELECT VALUE of an undefined value: nothing to emit
-	}
-	w.taken++
-	if w.skip > 0 {
-		w.skip--
-		return true
-	}
-	if w.limit > 0 {
-		w.limit--
-	}
-	id, pk := splitItemKey(d.rec.ID)
-	return yield(Item{ID: id, PartitionKey: pk, TS: d.rec.TS, ETag: docfmt.ETag(d.rec.Seq), ExpiresAt: itemExpiry(d.expires), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
-}
-
 // matches reads slots one by one and calls fn with each item that is live
 // and matches as it is read, until fn returns false. It returns the error
 // that ended the reading (the context's, or a failed read), or nil. With
 // keep, fn may keep the docs it is given; without, each is reused for the
-// next slot once fn returns.
-func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, trusted, keep bool, fn func(i int, d *doc) bool) error {
+// next slot once fn returns. Raw docs are rendered into out's slab as they
+// are read (see fetchMatch); out may be nil when the docs are not raw.
+func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, trusted, keep bool, out *window, fn func(i int, d *doc) bool) error {
 	var (
-		d    *doc
-		slab []doc // kept docs are carved from slabs of docSlab
-		// bodies is what the docs' bodies read from segment files are
-		// appended to: reused for each row without keep, else a slab that
-		// kept docs share (a full one is left to them and a new one
-		// started).
-		bodies []byte
+		d       *doc
+		slab    []doc  // kept docs are carved from slabs of docSlab
+		scratch []byte // what a doc is rendered into to be decoded; reused
+		tried   bool   // a prefetcher was asked for
 	)
-	pf := c.startPrefetch(slots)
-	defer pf.done()
+	var pf *prefetcher // started at the first block not cached
+	defer func() { pf.done() }()
 	for i := range slots {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -253,16 +160,13 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, t
 			d, slab = &slab[0], slab[1:]
 		}
 		*d = doc{}
-		if !keep {
-			bodies = bodies[:0]
-		} else if cap(bodies)-len(bodies) < 2<<10 {
-			// Slabs start small, for the walks that read a few rows, and
-			// double up to bodySlab.
-			bodies = make([]byte, 0, min(max(4<<10, 2*cap(bodies)), bodySlab))
-		}
-		ok, err := c.fetchMatch(q, &slots[i], d, trusted, &bodies)
+		ok, missed, err := c.fetchMatch(q, &slots[i], d, trusted, &scratch, out)
 		if err != nil {
 			return err
+		}
+		if missed && !tried {
+			tried = true // one try: if too few slots are left now, fewer are later
+			pf = c.startPrefetch(slots, i)
 		}
 		if ok && !fn(i, d) {
 			return nil
@@ -277,7 +181,7 @@ const docSlab = 32
 // runScan yields the matching items in id order, reading them one by one.
 func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	w := newWindow(q)
-	if err := c.matches(ctx, q, cands.slots, cands.trusted(q), false, func(_ int, d *doc) bool { return w.offer(q, d, yield) }); err != nil {
+	if err := c.matches(ctx, q, cands.slots, cands.trusted(q), false, w, func(_ int, d *doc) bool { return w.offer(q, d, yield) }); err != nil {
 		yield(Item{}, err)
 	}
 }
@@ -287,7 +191,7 @@ func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidate
 func (c *Container) runCount(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
 	n := cands.count
 	if !cands.counted {
-		err := c.matches(ctx, q, cands.slots, false, false, func(_ int, d *doc) bool {
+		err := c.matches(ctx, q, cands.slots, false, false, nil, func(_ int, d *doc) bool {
 			if q.CountItem(d.val) {
 				n++
 			}
@@ -328,7 +232,7 @@ func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candid
 // earlier results were consumed) is left out when its turn comes.
 func (c *Container) runSorted(ctx context.Context, q *query.Bound, cands candidates, w *window, walked bool, yield func(Item, error) bool) {
 	var all []keyedDoc
-	err := c.matches(ctx, q, cands.slots, false, true, func(_ int, d *doc) bool {
+	err := c.matches(ctx, q, cands.slots, false, true, nil, func(_ int, d *doc) bool {
 		all = append(all, keyedDoc{q.OrderKey(d.val), d})
 		return true
 	})
@@ -384,10 +288,10 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 	_, desc, _ := q.OrderBy()
 	w.desc = desc
 	if cands.partial && w.seen == nil {
-		w.seen = make(map[string]bool, max(w.limit, 0)+walkSlack)
+		w.seen = &seenIDs{}
 	}
 	pend := &pendingDocs{desc: desc}
-	err := c.matches(ctx, q, cands.rest, false, true, func(_ int, d *doc) bool {
+	err := c.matches(ctx, q, cands.rest, false, true, nil, func(_ int, d *doc) bool {
 		pend.push(keyedDoc{q.OrderKey(d.val), d})
 		return true
 	})
@@ -395,43 +299,46 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 		yield(Item{}, err)
 		return false
 	}
+	w.pend = pend
 	// drain offers the pending documents that sort before (key, id), or
-	// all of them; it reports whether to go on.
-	drain := func(key query.Value, id string, all bool) (bool, error) {
+	// all of them; it reports whether to go on and whether it offered any.
+	drain := func(key query.Value, id string, all bool) (goOn, offered bool, err error) {
 		for pend.Len() > 0 && (all || pend.before(key, id)) {
 			if err := ctx.Err(); err != nil {
-				return false, err
+				return false, offered, err
 			}
 			p := pend.pop()
 			var d doc
-			ok, err := c.fetchMatch(q, &cand{index.Slot{ID: p.d.rec.ID, Seq: p.d.rec.Seq}, noSlotHint}, &d, true, nil)
+			ok, _, err := c.fetchMatch(q, &cand{index.Slot{ID: p.d.rec.ID, Seq: p.d.rec.Seq}, noSlotHint}, &d, true, nil, nil)
 			switch {
 			case err != nil:
-				return false, err
+				return false, offered, err
 			case !ok:
 				continue // gone, expired or no longer matching
 			case d.changed: // written again: place it anew
 				pend.push(keyedDoc{q.OrderKey(d.val), &d})
 				continue
 			}
+			offered = true
 			if !w.offerOrdered(q, p.key, p.d, yield) {
-				return false, nil
+				return false, offered, nil
 			}
 		}
-		return true, nil
+		return true, offered, nil
 	}
 	stopped := false
-	err = c.matches(ctx, q, cands.slots, cands.trusted(q), true, func(i int, d *doc) bool {
+	err = c.matches(ctx, q, cands.slots, cands.trusted(q), false, w, func(i int, d *doc) bool {
 		if d.changed {
-			pend.push(keyedDoc{q.OrderKey(d.val), d})
+			kept := *d // d is reused for the next slot
+			pend.push(keyedDoc{q.OrderKey(d.val), &kept})
 			return true
 		}
 		key, _ := query.KeyValue(cands.keys[i])
-		goOn, err := drain(key, d.rec.ID, false)
+		goOn, offered, err := drain(key, d.rec.ID, false)
 		if err != nil {
 			yield(Item{}, err)
 		}
-		if goOn && c.expiredSinceRead(&d.rec) {
+		if goOn && offered && c.expiredSinceRead(&d.rec) {
 			return true // it expired while the pending results before it went out
 		}
 		stopped = !goOn || !w.offerOrdered(q, key, d, yield)
@@ -447,7 +354,7 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 	if cands.partial && !w.full() {
 		return true
 	}
-	if _, err := drain(query.Value{}, "", true); err != nil {
+	if _, _, err := drain(query.Value{}, "", true); err != nil {
 		yield(Item{}, err)
 	}
 	return false

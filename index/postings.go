@@ -92,29 +92,38 @@ func (t *term) bytes() int64 {
 const bitmapOverhead = 256
 
 // union accumulates the posting lists of many terms into one new bitmap.
+// The slots of small posting lists are gathered in a slice and added to the
+// bitmap at once, sorted: a range over many keys of a slot or two each (a
+// range of timestamps) then costs a sort rather than a bitmap insertion per
+// key.
 type union struct {
-	out  *roaring.Bitmap   // the slots of small posting lists
+	few  []uint32          // the slots of small posting lists
 	bigs []*roaring.Bitmap // the big posting lists, ORed at the end
 }
 
-func newUnion() union { return union{out: roaring.New()} }
+func newUnion() union { return union{} }
 
 // add folds t's slots into the union.
 func (u *union) add(t *term) {
 	if t.big != nil {
 		u.bigs = append(u.bigs, t.big)
 	} else {
-		u.out.AddMany(t.small)
+		u.few = append(u.few, t.small...)
 	}
 }
 
 // result is the union as a new bitmap that shares nothing with the index.
 func (u *union) result() *roaring.Bitmap {
-	switch {
-	case len(u.bigs) == 0:
-		return u.out
-	case len(u.bigs) == 1 && u.out.IsEmpty():
+	if len(u.bigs) == 1 && len(u.few) == 0 {
 		return u.bigs[0].Clone()
 	}
-	return roaring.FastOr(append(u.bigs, u.out)...)
+	out := roaring.New()
+	if len(u.few) > 0 {
+		slices.Sort(u.few)
+		out.AddMany(u.few)
+	}
+	if len(u.bigs) == 0 {
+		return out
+	}
+	return roaring.FastOr(append(u.bigs, out)...)
 }

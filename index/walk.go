@@ -77,3 +77,14 @@ func (x *Index) KeepPrefix(bm *roaring.Bitmap, prefix string) {
 		bm.Remove(n)
 	}
 }
+
+// CountLive returns how many slots of bm hold an item live at now, without
+// looking at each slot, and true; or false when that cannot be told so.
+// It can when every item expired by now is marked expired (NextDue is
+// after now): the count is then the slots of bm in use and not marked.
+func (x *Index) CountLive(bm *roaring.Bitmap, now int64) (uint64, bool) {
+	if x.buckets.nextDue() <= now {
+		return 0, false
+	}
+	return bm.AndCardinality(x.used) - bm.AndCardinality(x.expired), true // expired ⊆ used
+}

@@ -93,3 +93,49 @@ func TestLookupHintedAgreesWithLookup(t *testing.T) {
 
 // noHint is a hint no slot number reaches.
 const noHint = 1<<32 - 1
+
+// TestCountLive checks the count told from bitmaps alone against a count
+// of SlotAt, and that it is refused while an item expired by now is not
+// marked yet (or may not be: coarse buckets say a window, not an instant).
+func TestCountLive(t *testing.T) {
+	x := newTestIndex()
+	for i := range 60 {
+		var expire int64 = Never
+		switch i % 3 {
+		case 1:
+			expire = 150
+		case 2:
+			expire = 1000
+		}
+		put(x, fmt.Sprintf("k%02d", i), uint64(i+1), 1, expire)
+	}
+	for i := 0; i < 60; i += 11 {
+		x.Delete(fmt.Sprintf("k%02d", i))
+	}
+	bm := x.LiveBitmap()
+	for i := range uint32(70) {
+		bm.Add(i) // and slots not in use
+	}
+	want := func(now int64) uint64 {
+		var n uint64
+		it := bm.Iterator()
+		for it.HasNext() {
+			if _, ok := x.SlotAt(it.Next(), now); ok {
+				n++
+			}
+		}
+		return n
+	}
+	if _, ok := x.CountLive(bm, 200); ok {
+		t.Fatal("counted at 200 with items expired at 150 unmarked")
+	}
+	x.Advance(200)
+	for _, now := range []int64{200, 900} {
+		if got, ok := x.CountLive(bm, now); !ok || got != want(now) {
+			t.Fatalf("CountLive at %d = %d, %v; want %d, true", now, got, ok, want(now))
+		}
+	}
+	if _, ok := x.CountLive(bm, 1000); ok {
+		t.Fatal("counted at 1000 with items expired at 1000 unmarked")
+	}
+}

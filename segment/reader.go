@@ -227,24 +227,39 @@ func (r *Reader) Get(h Handle, rec *Record) error {
 // passes a buffer it reuses, and saves an allocation per read. rec.Body is
 // buf's from then on. On an error buf is returned as it was.
 func (r *Reader) GetAppend(h Handle, rec *Record, buf []byte) ([]byte, error) {
-	if int64(h.Block) >= r.ft.stats.Blocks {
-		return buf, fmt.Errorf("segment %s: handle %s: no such block", r.path, h)
-	}
 	start := len(buf)
+	_, err := r.View(h, rec, func(rec *Record) {
+		buf = moveBody(buf, rec) // out of the block, whose memory the cache reuses
+	})
+	if err != nil {
+		return buf[:start], err
+	}
+	return buf, nil
+}
+
+// View decodes the record at h into rec and calls fn with it in place:
+// rec.Body is the block's own memory, valid only until fn returns (the
+// cache reuses it), so fn copies out what it keeps and points rec.Body
+// elsewhere or at nil; View sets it to nil otherwise. A caller that renders
+// the body at once (a query's rows) saves the copy GetAppend makes. On a
+// cache hit fn runs under the lock of the block's cache shard: it must be
+// quick and must not call into the cache. View reports whether the block
+// was found in the cache; fn is not called when it fails.
+func (r *Reader) View(h Handle, rec *Record, fn func(rec *Record)) (cached bool, err error) {
+	if int64(h.Block) >= r.ft.stats.Blocks {
+		return false, fmt.Errorf("segment %s: handle %s: no such block", r.path, h)
+	}
 	c := r.opts.Cache
 	if c != nil {
 		found, err := c.view(cacheKey{r.opts.FileNum, h.Block}, func(raw []byte) error {
 			if err := r.decodeAt(raw, h, rec); err != nil {
 				return err
 			}
-			buf = moveBody(buf, rec) // out of the block, whose memory the cache reuses
+			callView(rec, fn)
 			return nil
 		})
 		if found {
-			if err != nil {
-				return buf[:start], err
-			}
-			return buf, nil
+			return true, err
 		}
 	}
 	bb := getBlockBuf()
@@ -254,15 +269,25 @@ func (r *Reader) GetAppend(h Handle, rec *Record, buf []byte) ([]byte, error) {
 	}
 	if err != nil {
 		putBlockBuf(bb)
-		return buf, err
+		return false, err
 	}
-	buf = moveBody(buf, rec)
+	callView(rec, fn)
 	if c != nil {
 		c.offer(r, cacheKey{r.opts.FileNum, h.Block}, bb, raw) // bb is the cache's now
 	} else {
 		putBlockBuf(bb)
 	}
-	return buf, nil
+	return false, nil
+}
+
+// callView is fn(rec) for a record decoded in place, with rec.Body cleared
+// after it unless fn pointed it elsewhere.
+func callView(rec *Record, fn func(rec *Record)) {
+	body := rec.Body
+	fn(rec)
+	if len(body) > 0 && len(rec.Body) > 0 && &rec.Body[0] == &body[0] {
+		rec.Body = nil
+	}
 }
 
 // moveBody appends rec.Body to buf and points rec.Body at the copy; a nil

@@ -103,6 +103,57 @@ func Render(dst, stored []byte, ts int64, etag string) []byte {
 	return bytes.Join([][]byte{dst, head, rest}, nil)
 }
 
+// RenderSeq is Render of the version written with sequence seq, its etag
+// ETag(seq), written without building the etag or escaping it: what a
+// query does for every row it returns. dst must have room for
+// RenderedSize(stored) more bytes, or it grows as append grows it.
+func RenderSeq(dst, stored []byte, ts int64, seq uint64) []byte {
+	dst = appendHead(dst, ts, seq)
+	rest := members(stored)
+	if rest == nil {
+		return append(dst, '}')
+	}
+	return append(append(dst, ','), rest...)
+}
+
+// appendHead appends the start of a rendered body up to its etag.
+func appendHead(dst []byte, ts int64, seq uint64) []byte {
+	dst = append(dst, `{"_ts":`...)
+	dst = strconv.AppendInt(dst, ts, 10)
+	dst = append(dst, `,"_etag":"\"`...)
+	dst = appendHex16(dst, seq)
+	return append(dst, `\""`...)
+}
+
+// members returns the stored object's members and closing brace, from the
+// first member on, or nil for an object without members.
+func members(stored []byte) []byte {
+	rest := stored[SkipWS(stored, 0):]
+	if len(rest) > 0 && rest[0] == '{' {
+		rest = rest[SkipWS(rest, 1):]
+	}
+	if len(rest) == 0 || rest[0] == '}' {
+		return nil
+	}
+	return rest
+}
+
+// AppendETag appends ETag(seq) to dst.
+func AppendETag(dst []byte, seq uint64) []byte {
+	return append(appendHex16(append(dst, '"'), seq), '"')
+}
+
+// appendHex16 appends seq in 16 lowercase hex digits.
+func appendHex16(dst []byte, seq uint64) []byte {
+	const hexDigits = "0123456789abcdef"
+	var b [16]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = hexDigits[seq&15]
+		seq >>= 4
+	}
+	return append(dst, b[:]...)
+}
+
 // closeBrace ends the rendering of an empty stored object.
 var closeBrace = []byte{'}'}
 

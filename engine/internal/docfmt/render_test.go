@@ -50,3 +50,21 @@ func TestRenderFitsRenderedSize(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderSeq checks that RenderSeq renders what Render does given
+// ETag(seq), and AppendETag what ETag returns.
+func TestRenderSeq(t *testing.T) {
+	for _, stored := range []string{`{"id":"a","n":1}`, ` { "id":"a" } `, `{}`, " {\n\t} ", `{"id":"` + strings.Repeat("y", 500) + `"}`} {
+		for _, ts := range []int64{0, -1, 1700000000, -1 << 63, 1<<63 - 1} {
+			for _, seq := range []uint64{0, 1, 0xabcdef, 1<<64 - 1} {
+				want := Render([]byte("pre"), []byte(stored), ts, ETag(seq))
+				if got := RenderSeq([]byte("pre"), []byte(stored), ts, seq); !bytes.Equal(got, want) {
+					t.Errorf("RenderSeq(%q, %d, %d) = %s, want %s", stored, ts, seq, got, want)
+				}
+				if got := AppendETag([]byte("x"), seq); string(got) != "x"+ETag(seq) {
+					t.Errorf("AppendETag(%d) = %s, want x%s", seq, got, ETag(seq))
+				}
+			}
+		}
+	}
+}

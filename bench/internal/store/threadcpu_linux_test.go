@@ -1,0 +1,13 @@
+package store
+
+import "syscall"
+
+// threadCPU is the CPU time the calling thread has used, in nanoseconds
+// (0 if it cannot be read).
+func threadCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}

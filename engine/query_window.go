@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ebbdb/ebb/engine/internal/docfmt"
+	"github.com/ebbdb/ebb/engine/query"
+	"github.com/ebbdb/ebb/segment"
+)
+
+// A query's window: what TOP or OFFSET/LIMIT lets out of the rows read,
+// in order, and where the rows it takes are rendered.
+
+// window applies TOP or OFFSET/LIMIT to projected results.
+type window struct {
+	skip, limit int64 // what is left to skip and to take; limit < 0: no limit
+	taken       int64 // results skipped or yielded so far
+	// For an ordered walk (offerOrdered): the place of the last result
+	// taken, so that nothing is taken out of order, and, when a walk may
+	// run again (remember), the ids taken, so that nothing is taken twice.
+	hasLast bool
+	lastKey query.Value
+	lastID  string
+	desc    bool
+	seen    *seenIDs
+	// pend, for an ordered walk, holds the documents that may be offered
+	// between the reading of a walked one and its offer, using up what is
+	// left to skip (see wants).
+	pend *pendingDocs
+	// slab is where the bodies of whole documents taken are rendered, many
+	// to one allocation (see render), and etags where their etags are.
+	slab  []byte
+	etags *strings.Builder
+}
+
+// bodySlab is the largest allocation a query renders its documents' bodies
+// into; a body over a quarter of it gets an allocation of its own. It is a
+// small size class of Go's allocator (a larger one takes fresh pages from
+// the heap each time, and a page fault for each page) whose span holds
+// four: 16 KiB, the next class up, has a span of its own for each
+// allocation, which cost a trip to the heap per slab.
+const bodySlab = 14336
+
+// wants reports whether a raw doc read now must be rendered as it is read:
+// unless the window is still skipping rows (and nothing can be offered
+// before the doc, to use up the rest of the skip) or is full.
+func (w *window) wants() bool {
+	return w.limit != 0 && (w.skip == 0 || (w.pend != nil && w.pend.Len() > 0))
+}
+
+// render is makeItem for a result of w: the body is carved from w's slab
+// (appendItem), which spares an allocation per row (the slab lives while
+// any of its bodies does).
+func (w *window) render(rec *segment.Record, expires int64) Item {
+	n := docfmt.RenderedSize(rec.Body)
+	if n > bodySlab/4 {
+		return makeItem(rec, expires)
+	}
+	if cap(w.slab)-len(w.slab) < n {
+		// Slabs start at what the rows left to take need (at this row's
+		// size), or small for the queries without a limit, and double up
+		// to bodySlab.
+		size := max(4*n, 2*cap(w.slab))
+		if w.limit > 0 && w.limit <= bodySlab {
+			size = max(size, n*int(w.limit))
+		}
+		w.slab = make([]byte, 0, min(size, bodySlab))
+	}
+	start := len(w.slab)
+	w.slab = docfmt.RenderSeq(w.slab, rec.Body, rec.TS, rec.Seq)
+	id, pk := splitItemKey(rec.ID)
+	return Item{ID: id, PartitionKey: pk, TS: rec.TS, ETag: w.etag(rec.Seq), ExpiresAt: itemExpiry(expires),
+		Body: w.slab[start:len(w.slab):len(w.slab)]}
+}
+
+// etagBatch is how many rows' etags share one allocation.
+const etagBatch = 32
+
+// etag is docfmt.ETag(seq) for a row of w: a slice of a string that the
+// etags of many rows share, which spares an allocation per row.
+func (w *window) etag(seq uint64) string {
+	const n = len(`"0123456789abcdef"`)
+	if w.etags == nil || w.etags.Cap()-w.etags.Len() < n {
+		w.etags = new(strings.Builder)
+		w.etags.Grow(n * etagBatch)
+	}
+	var buf [n]byte
+	start := w.etags.Len()
+	w.etags.Write(docfmt.AppendETag(buf[:0], seq))
+	return w.etags.String()[start:]
+}
+
+func newWindow(q *query.Bound) *window {
+	skip, limit := q.Window()
+	return &window{skip: skip, limit: limit}
+}
+
+// rest is the window for walking the same query again from the start: it
+// keeps what is left to skip and take, and passes over every result at or
+// before the last place taken and every item already taken.
+func (w *window) rest() *window {
+	r := *w
+	r.slab, r.etags = nil, nil // w's bodies stay w's
+	r.pend = nil
+	return &r
+}
+
+// offerOrdered is offer for results of an ordered walk, given d's ORDER BY
+// value: a result that sorts at or before the last one taken (an item that
+// moved behind the walk while it ran), or an item already taken, is passed
+// over, so what is yielded stays in order and holds no item twice.
+func (w *window) offerOrdered(q *query.Bound, key query.Value, d *doc, yield func(Item, error) bool) bool {
+	if w.limit == 0 {
+		return false
+	}
+	if w.hasLast && query.CompareOrder(key, d.rec.ID, w.lastKey, w.lastID, w.desc) <= 0 {
+		return true
+	}
+	if w.seen != nil && w.seen.add(d.rec.ID) {
+		return true
+	}
+	w.hasLast, w.lastKey, w.lastID = true, key, d.rec.ID
+	return w.offer(q, d, yield)
+}
+
+// full reports whether the window has all it will take.
+func (w *window) full() bool { return w.limit == 0 }
+
+// offer projects d and yields it if the window takes it; it reports
+// whether to go on.
+func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) bool {
+	if w.limit == 0 {
+		return false
+	}
+	if d.raw {
+		w.taken++
+		if w.skip > 0 {
+			w.skip--
+			return true
+		}
+		if w.limit > 0 {
+			w.limit--
+		}
+		if !d.rendered {
+			// Cannot happen: a raw doc goes unrendered only while the
+			// window skips, and nothing is offered before it meanwhile.
+			yield(Item{}, fmt.Errorf("ebb: query: item %s was read without its body: %w", showItem(d.rec.ID), errInternal))
+			return false
+		}
+		return yield(d.item, nil) && w.limit != 0
+	}
+	v, ok := q.Project(d.val)
+	if !ok {
+		return true // SELECT VALUE of an undefined value: nothing to emit
+	}
+	w.taken++
+	if w.skip > 0 {
+		w.skip--
+		return true
+	}
+	if w.limit > 0 {
+		w.limit--
+	}
+	id, pk := splitItemKey(d.rec.ID)
+	return yield(Item{ID: id, PartitionKey: pk, TS: d.rec.TS, ETag: docfmt.ETag(d.rec.Seq), ExpiresAt: itemExpiry(d.expires), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
+}
+
+// errInternal marks a broken invariant of the engine's own.
+var errInternal = errors.New("internal error")
+
+// seenIDs is the set of ids an ordered walk took, for a walk that may run
+// again: a short list while it is short (a TOP n takes a few), a map after.
+type seenIDs struct {
+	few  []string
+	many map[string]bool
+}
+
+// seenFew is how many ids seenIDs keeps in its list.
+const seenFew = 32
+
+// add puts id in the set and reports whether it was there already.
+func (s *seenIDs) add(id string) (had bool) {
+	if s.many != nil {
+		if s.many[id] {
+			return true
+		}
+		s.many[id] = true
+		return false
+	}
+	if slices.Contains(s.few, id) {
+		return true
+	}
+	if len(s.few) < seenFew {
+		if s.few == nil {
+			s.few = make([]string, 0, seenFew)
+		}
+		s.few = append(s.few, id)
+		return false
+	}
+	s.many = make(map[string]bool, 2*seenFew)
+	for _, x := range s.few {
+		s.many[x] = true
+	}
+	s.many[id] = true
+	s.few = nil
+	return false
+}
