@@ -214,30 +214,48 @@ func (c *Container) read(id string, now int64) (Item, error) { return c.readInto
 // readInto reads item key id at now, rendering its body into buf's storage;
 // a nil buf gets a body of its own size.
 func (c *Container) readInto(id string, now int64, buf []byte) (Item, error) {
-	var rec segment.Record
-	rb := readBufs.Get().(*[]byte)
-	defer putReadBuf(rb)
-	*rb = (*rb)[:0]
-	expires, err := c.fetchHinted(id, noSlotHint, now, &rec, rb)
+	s := readScratches.Get().(*readScratch)
+	defer s.release()
+	if buf != nil {
+		// Rendered straight from where the record lies, the cached block
+		// or the memtable, into buf: one copy.
+		var it Item
+		_, _, err := c.fetchView(id, noSlotHint, now, &s.rec, func(rec *segment.Record, expires int64) {
+			it, buf = appendItem(buf[:0], rec, expires)
+		})
+		if err != nil {
+			return Item{}, err
+		}
+		it.Body = buf // all of buf's storage, its capacity kept for the next call
+		return it, nil
+	}
+	// Read copies the stored body out first and renders it into an
+	// allocation of its exact size outside the block cache's lock.
+	s.body = s.body[:0]
+	expires, err := c.fetchHinted(id, noSlotHint, now, &s.rec, &s.body)
 	if err != nil {
 		return Item{}, err
 	}
-	if buf == nil {
-		return makeItem(&rec, expires), nil // a copy: rb is reused
-	}
-	it, body := appendItem(buf[:0], &rec, expires)
-	it.Body = body // all of buf's storage, its capacity kept for the next call
-	return it, nil
+	return makeItem(&s.rec, expires), nil
 }
 
-// readBufs are the buffers Read reads stored bodies into before it renders
-// them into the Item's own.
-var readBufs = sync.Pool{New: func() any { return new([]byte) }}
+// readScratch is what a point read works in: the record it decodes, which
+// the read path hands to callbacks the compiler cannot see through, and so
+// would put on the heap at every read, and the buffer Read copies a stored
+// body into before it renders it.
+type readScratch struct {
+	rec  segment.Record
+	body []byte
+}
 
-// putReadBuf returns buf to readBufs, unless a large body grew it.
-func putReadBuf(buf *[]byte) {
-	if cap(*buf) <= 64<<10 {
-		readBufs.Put(buf)
+var readScratches = sync.Pool{New: func() any { return new(readScratch) }}
+
+// release returns s to readScratches holding nothing of the read, unless a
+// large body grew its buffer.
+func (s *readScratch) release() {
+	s.rec = segment.Record{}
+	if cap(s.body) <= 64<<10 {
+		readScratches.Put(s)
 	}
 }
 
