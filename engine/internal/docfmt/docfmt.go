@@ -175,14 +175,7 @@ func ETag(seq uint64) string {
 const etagLen = 18
 
 // putETag writes the etag of seq into b.
-func putETag(b *[etagLen]byte, seq uint64) {
-	const hexDigits = "0123456789abcdef"
-	b[0], b[etagLen-1] = '"', '"'
-	for i := etagLen - 2; i >= 1; i-- {
-		b[i] = hexDigits[seq&15]
-		seq >>= 4
-	}
-}
+func putETag(b *[etagLen]byte, seq uint64) { AppendETag(b[:0], seq) }
 
 // SkipWS returns the index of the first byte of b at or after i that is
 // not JSON whitespace.
