@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // TermsJSON appends to dst the terms of the JSON document doc whose paths
@@ -25,6 +26,44 @@ func TermsJSON(doc []byte, indexed func(termPath string) bool, dst []Term) ([]Te
 // checking that it is valid JSON.
 func (m *PathMatcher) TermsJSON(doc []byte, dst []Term) ([]Term, error) {
 	return termsJSON(doc, nil, m, dst)
+}
+
+// EachTermJSON calls fn for each term of the JSON document doc whose path m
+// indexes: the terms m.TermsJSON(doc, nil) returns, in no particular order,
+// some perhaps more than once. It is for a caller that files the terms
+// itself (a secondary index, which counts each once): it sorts nothing and
+// allocates nothing. path and key are valid only during the call. Invalid
+// JSON returns Decode's error before fn is called.
+func (m *PathMatcher) EachTermJSON(doc []byte, fn func(path, key []byte)) error {
+	s := scanners.Get().(*termScanner)
+	s.doc, s.m = doc, m
+	if len(doc) > maxScan || !s.scan() {
+		s.release()
+		v, err := Decode(doc)
+		if err != nil {
+			return err
+		}
+		for _, t := range Terms(v, m.Indexed, nil) {
+			fn([]byte(t.Path), []byte(t.Key))
+		}
+		return nil
+	}
+	a := s.arena
+	var prev span
+	var ok bool
+	for i, r := range s.recs {
+		// The elements of an array share their path's span.
+		if i == 0 || r.path != prev {
+			p := r.path.of(a)
+			// Indexed keeps nothing of its argument: no copy is needed.
+			prev, ok = r.path, m.Indexed(unsafe.String(unsafe.SliceData(p), len(p)))
+		}
+		if ok {
+			fn(r.path.of(a), r.key.of(a))
+		}
+	}
+	s.release()
+	return nil
 }
 
 // termsJSON scans doc in one pass. A document the scanner does not take

@@ -57,10 +57,39 @@ func checkAgainstReference(t testing.TB, doc []byte, m *PathMatcher) []Term {
 			t.Fatalf("%s(%q)\n got %q\nwant %q", r.name, doc, r.terms, want)
 		}
 	}
+	checkEach(t, doc, m, want[len(prefix):], wantErr)
 	if wantErr != nil {
 		return nil
 	}
 	return want[len(prefix):]
+}
+
+// checkEach compares EachTermJSON with the reference's terms (want) or
+// error: the same set of terms, each at least once.
+func checkEach(t testing.TB, doc []byte, m *PathMatcher, want []Term, wantErr error) {
+	t.Helper()
+	var got []Term
+	err := m.EachTermJSON(doc, func(path, key []byte) {
+		got = append(got, Term{Path: string(path), Key: string(key)})
+	})
+	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+		t.Fatalf("EachTermJSON(%q): error %v, Decode says %v", doc, err, wantErr)
+	}
+	if err != nil {
+		if len(got) > 0 {
+			t.Fatalf("EachTermJSON(%q) called fn on invalid JSON: %q", doc, got)
+		}
+		return
+	}
+	slices.SortFunc(got, func(a, b Term) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	if got = slices.Compact(got); !slices.Equal(got, want) {
+		t.Fatalf("EachTermJSON(%q)\n got %q\nwant %q", doc, got, want)
+	}
 }
 
 func numKey(f float64) string {
@@ -532,6 +561,17 @@ func BenchmarkTermsJSONMatcher(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func BenchmarkEachTermJSON(b *testing.B) {
+	m := mustCompile(b, PathPolicy{})
+	b.SetBytes(int64(len(benchDocKiB)))
+	n := 0
+	for b.Loop() {
+		if err := m.EachTermJSON(benchDocKiB, func(path, key []byte) { n++ }); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
