@@ -2,7 +2,6 @@ package index
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/tidwall/btree"
@@ -95,11 +94,23 @@ var noTerms = []uint32{}
 // a delete. Duplicate terms count once. The index copies the strings it
 // keeps, so terms may point into a buffer the caller reuses.
 func (x *Index) SetTerms(id string, seq uint64, terms []Term) bool {
+	l := GetTermList()
+	for _, t := range terms {
+		l.AddString(t.Path, t.Key)
+	}
+	ok := x.SetTermList(id, seq, l)
+	PutTermList(l)
+	return ok
+}
+
+// SetTermList is SetTerms for terms packed in a TermList, which the index
+// does not keep.
+func (x *Index) SetTermList(id string, seq uint64, l *TermList) bool {
 	n, _, ok := x.ids.find(id, x.slots)
 	if !ok || x.slots.at(n).Seq != seq {
 		return false
 	}
-	x.sec.set(n, seq, terms)
+	x.sec.set(n, seq, l)
 	return true
 }
 
@@ -123,11 +134,12 @@ func (x *Index) TermsSeq(id string) (seq uint64, ok bool) {
 	return l.seq, true
 }
 
-// set replaces the terms of slot n by terms, computed from version seq.
-func (s *secondary) set(n uint32, seq uint64, terms []Term) {
+// set replaces the terms of slot n by those of tl, computed from version
+// seq.
+func (s *secondary) set(n uint32, seq uint64, tl *TermList) {
 	ids := s.scratch[:0]
-	for _, t := range terms {
-		ids = append(ids, s.intern(t.Path, t.Key))
+	for i := range tl.terms {
+		ids = append(ids, s.intern(tl, &tl.terms[i]))
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -199,32 +211,35 @@ func (s *secondary) leavePaths(n uint32, left, ids []uint32) {
 	}
 }
 
-// intern returns the id of the term (path, key), creating it (and the path)
-// if needed. A new term has no slots until post gives it one.
-func (s *secondary) intern(path, key string) uint32 {
-	pid, ok := s.paths[path]
-	if !ok {
-		pid = s.newPath(path)
-	}
-	id, pos, found := s.table.find(pid, key, &s.terms)
+// intern returns the id of the term t of l, creating it (and its path) if
+// needed. A new term has no slots until post gives it one.
+func (s *secondary) intern(l *TermList, t *packedTerm) uint32 {
+	path, key := l.bytes(t.path), l.bytes(t.key)
+	fp := fingerprint(t.hash)
+	id, pos, found := s.table.find(fp, path, key, s)
 	if found {
 		return id
 	}
+	pid, ok := s.paths[string(path)]
+	if !ok {
+		pid = s.newPath(string(path))
+	}
 	id = s.terms.alloc()
-	t := s.terms.at(id)
-	*t = term{key: strings.Clone(key), path: pid, id: id}
-	s.table.insert(pid, t.key, id, pos)
-	s.pathTab[pid].keys.Set(t)
+	tm := s.terms.at(id)
+	*tm = term{key: string(key), path: pid, id: id}
+	s.table.insert(fp, id, pos)
+	s.pathTab[pid].keys.Set(tm)
 	s.keys++
 	return id
 }
 
-// newPath interns path, which is not yet interned, and returns its id.
+// newPath interns path, which is not yet interned, and returns its id; the
+// index keeps path.
 func (s *secondary) newPath(path string) uint32 {
 	if s.paths == nil {
 		s.paths = make(map[string]uint32)
 	}
-	p := newPathIndex(strings.Clone(path))
+	p := newPathIndex(path)
 	var pid uint32
 	if k := len(s.freePaths); k > 0 {
 		pid = s.freePaths[k-1]
@@ -260,7 +275,7 @@ func (s *secondary) unpost(id, n uint32) {
 		return
 	}
 	p.keys.Delete(t)
-	s.table.remove(t.path, t.key, &s.terms)
+	s.table.remove(p.name, t.key, s)
 	s.keys--
 	pid := t.path
 	s.terms.release(id)
