@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -157,6 +158,24 @@ func (c *Container) startDeferredBuild() {
 	c.mu.Unlock()
 }
 
+// termLists pools the TermLists writers fill and the index takes: a list
+// goes back once the index has its terms.
+var termLists = sync.Pool{New: func() any { return new(index.TermList) }}
+
+// maxPooledTermList bounds the memory a pooled TermList keeps.
+const maxPooledTermList = 64 << 10
+
+func getTermList() *index.TermList { return termLists.Get().(*index.TermList) }
+
+// putTermList gives l back to the pool; l must not be used after.
+func putTermList(l *index.TermList) {
+	if l == nil || l.Bytes() > maxPooledTermList {
+		return
+	}
+	l.Reset()
+	termLists.Put(l)
+}
+
 // writeTerms computes the terms of an op's document ahead of its commit,
 // in consistent mode; the system properties' terms are added at apply,
 // when _ts and _etag are known.
@@ -166,7 +185,7 @@ func (c *Container) writeTerms(o *op) {
 		return
 	}
 	o.termsGen = cfg.gen
-	o.terms = index.GetTermList()
+	o.terms = getTermList()
 	bodyTerms(o.body, cfg, o.terms)
 }
 
@@ -211,21 +230,21 @@ func (c *Container) indexWriteLocked(o *op, rec *segment.Record) {
 		if terms == nil || o.termsGen != cfg.gen {
 			// The policy changed since the writer computed them.
 			if terms == nil {
-				terms = index.GetTermList()
+				terms = getTermList()
 			}
 			terms.Reset()
 			bodyTerms(rec.Body, cfg, terms)
 		}
 		systemTerms(cfg, rec.TS, rec.Seq, terms)
 		c.idx.SetTermList(rec.ID, rec.Seq, terms)
-		index.PutTermList(terms)
+		putTermList(terms)
 		o.terms = nil
 	case cfg.mode == IndexingLazy:
 		c.ix.lazy = append(c.ix.lazy, lazyItem{id: rec.ID, seq: rec.Seq, ts: rec.TS, body: rec.Body})
 		c.db.kickIndex()
 	}
 	if o.terms != nil { // computed under a policy that no longer keeps them
-		index.PutTermList(o.terms)
+		putTermList(o.terms)
 		o.terms = nil
 	}
 }
@@ -269,7 +288,7 @@ func (c *Container) indexStep(retry bool) (more bool) {
 	}
 	var ups []update
 	terms := func(body []byte, ts int64, seq uint64) *index.TermList {
-		t := index.GetTermList()
+		t := getTermList()
 		bodyTerms(body, cfg, t)
 		systemTerms(cfg, ts, seq, t)
 		return t
@@ -296,7 +315,7 @@ func (c *Container) indexStep(retry bool) (more bool) {
 	defer c.mu.Unlock()
 	defer func() {
 		for _, u := range ups {
-			index.PutTermList(u.terms)
+			putTermList(u.terms)
 		}
 	}()
 	c.ix.inflight -= len(lazy) + len(build)

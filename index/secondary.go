@@ -94,13 +94,11 @@ var noTerms = []uint32{}
 // a delete. Duplicate terms count once. The index copies the strings it
 // keeps, so terms may point into a buffer the caller reuses.
 func (x *Index) SetTerms(id string, seq uint64, terms []Term) bool {
-	l := GetTermList()
+	var l TermList
 	for _, t := range terms {
 		l.AddString(t.Path, t.Key)
 	}
-	ok := x.SetTermList(id, seq, l)
-	PutTermList(l)
-	return ok
+	return x.SetTermList(id, seq, &l)
 }
 
 // SetTermList is SetTerms for terms packed in a TermList, which the index

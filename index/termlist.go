@@ -2,7 +2,6 @@ package index
 
 import (
 	"hash/maphash"
-	"sync"
 	"unsafe"
 )
 
@@ -85,21 +84,5 @@ func (l *TermList) Term(i int) Term {
 
 func (l *TermList) bytes(s span) []byte { return l.buf[s.off : s.off+s.n] }
 
-// maxPooledList bounds the memory a pooled TermList keeps.
-const maxPooledList = 64 << 10
-
-var termLists = sync.Pool{New: func() any { return new(TermList) }}
-
-// GetTermList returns an empty TermList from a pool; PutTermList gives it
-// back once the index has taken its terms.
-func GetTermList() *TermList { return termLists.Get().(*TermList) }
-
-// PutTermList returns l to the pool GetTermList takes from; l must not be
-// used after.
-func PutTermList(l *TermList) {
-	if l == nil || cap(l.buf) > maxPooledList || cap(l.terms)*40 > maxPooledList {
-		return
-	}
-	l.Reset()
-	termLists.Put(l)
-}
+// Bytes is the memory l holds, for a caller that pools lists.
+func (l *TermList) Bytes() int { return cap(l.buf) + cap(l.terms)*int(unsafe.Sizeof(packedTerm{})) }
