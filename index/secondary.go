@@ -45,6 +45,7 @@ type secondary struct {
 	postings int64 // slot entries over all terms
 
 	scratch []uint32 // term ids being set; writers only
+	cand    []uint64 // internAll's candidates; writers only
 	left    []uint32 // path ids a slot being set left a term of; writers only
 }
 
@@ -135,10 +136,7 @@ func (x *Index) TermsSeq(id string) (seq uint64, ok bool) {
 // set replaces the terms of slot n by those of tl, computed from version
 // seq.
 func (s *secondary) set(n uint32, seq uint64, tl *TermList) {
-	ids := s.scratch[:0]
-	for i := range tl.terms {
-		ids = append(ids, s.intern(tl, &tl.terms[i]))
-	}
+	ids := s.internAll(tl, s.scratch[:0])
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	s.scratch = ids
@@ -207,6 +205,48 @@ func (s *secondary) leavePaths(n uint32, left, ids []uint32) {
 			p.slots.Remove(n)
 		}
 	}
+}
+
+// internAll appends the ids of the terms of tl to ids, creating the terms
+// that are new. Most of the time goes in cache misses: the table entry, the
+// term, its key, one after the other for each term. So it looks the terms
+// up in passes over all of them, each pass's loads independent of one
+// another, so that the processor overlaps the misses of different terms:
+// first the entries at the terms' home positions, then the terms they
+// name; only then does it compare keys. A term not at its home position,
+// or new, is interned one by one.
+func (s *secondary) internAll(tl *TermList, ids []uint32) []uint32 {
+	if s.table.entries == nil {
+		s.table.entries = make([]uint64, minTableSize)
+	}
+	entries := s.table.entries
+	mask := len(entries) - 1
+	cand := s.cand[:0]
+	for i := range tl.terms {
+		cand = append(cand, entries[int(fingerprint(tl.terms[i].hash))&mask])
+	}
+	for i, e := range cand {
+		if e != 0 && uint32(e>>32) == fingerprint(tl.terms[i].hash) {
+			// The term's key header: its length, loaded now.
+			cand[i] = uint64(len(s.terms.at(uint32(e)-1).key))<<32 | e&0xffffffff
+		} else {
+			cand[i] = 0
+		}
+	}
+	for i, e := range cand {
+		t := &tl.terms[i]
+		if e != 0 {
+			id := uint32(e) - 1
+			if tm := s.terms.at(id); int(e>>32) == t.key.n && tm.key == string(tl.bytes(t.key)) &&
+				s.pathTab[tm.path].name == string(tl.bytes(t.path)) {
+				ids = append(ids, id)
+				continue
+			}
+		}
+		ids = append(ids, s.intern(tl, t))
+	}
+	s.cand = cand
+	return ids
 }
 
 // intern returns the id of the term t of l, creating it (and its path) if
