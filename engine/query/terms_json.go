@@ -233,6 +233,10 @@ func (s *termScanner) object(depth int, live bool) bool {
 		return true
 	}
 	base, first, names := len(s.path), len(s.spans), len(s.names)
+	// A bit per member name, by its length and bytes at both ends: names
+	// are compared (repeatedName) only if two of them share a bit.
+	var seen uint64
+	maybeRepeated := false
 	for {
 		s.skipSpace()
 		if s.i >= len(s.doc) || s.doc[s.i] != '"' {
@@ -246,6 +250,9 @@ func (s *termScanner) object(depth int, live bool) bool {
 			memberLive = s.m == nil || indexedUnder(s.m, s.path)
 			if memberLive {
 				seg := s.path[base:]
+				bit := uint64(1) << ((uint(len(seg)) + uint(seg[len(seg)-1]) + 7*uint(seg[min(1, len(seg)-1)])) & 63)
+				maybeRepeated = maybeRepeated || seen&bit != 0
+				seen |= bit
 				s.spans = append(s.spans, span{uint32(len(s.names)), uint32(len(seg))})
 				s.names = append(s.names, seg...)
 			}
@@ -271,7 +278,7 @@ func (s *termScanner) object(depth int, live bool) bool {
 			s.i++
 		case '}':
 			s.i++
-			s.repeated = s.repeatedName(first)
+			s.repeated = maybeRepeated && s.repeatedName(first)
 			s.spans, s.names = s.spans[:first], s.names[:names]
 			return !s.repeated
 		default:
