@@ -50,6 +50,8 @@ type indexConfig struct {
 	// key, whose primary index is keyed by (key value, id) and so cannot
 	// answer c.id = 'x' across partitions.
 	idTerms bool
+	// The system properties whose terms are kept.
+	tsTerms, etagTerms bool
 }
 
 // indexed reports whether terms at term path p are kept.
@@ -121,6 +123,7 @@ func (c *Container) setIndexingLocked(props ContainerProperties) {
 		cfg.paths = m
 		// IndexedUnder("") is false only when every path is excluded.
 		cfg.terms = m != nil && m.IndexedUnder("")
+		cfg.tsTerms, cfg.etagTerms = cfg.indexed("/_ts"), cfg.indexed("/_etag")
 	}
 	c.ix.cfg.Store(cfg)
 	c.idx.ClearTerms()
@@ -205,14 +208,18 @@ func bodyTerms(body []byte, cfg *indexConfig, l *index.TermList) {
 	})
 }
 
+// tsPath is the term path of _ts.
+var tsPath = []byte("/_ts")
+
 // systemTerms adds the terms of the system properties a write sets to l.
 func systemTerms(cfg *indexConfig, ts int64, seq uint64, l *index.TermList) {
-	if cfg.indexed("/_ts") {
-		if k, ok := query.Key(query.NumberValue(float64(ts))); ok {
-			l.AddString("/_ts", k)
+	if cfg.tsTerms {
+		var b [9]byte
+		if k, ok := query.AppendNumberKey(b[:0], float64(ts)); ok {
+			l.Add(tsPath, k)
 		}
 	}
-	if cfg.indexed("/_etag") {
+	if cfg.etagTerms {
 		if k, ok := query.Key(query.StringValue(docfmt.ETag(seq))); ok {
 			l.AddString("/_etag", k)
 		}
