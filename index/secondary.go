@@ -212,9 +212,10 @@ func (s *secondary) leavePaths(n uint32, left, ids []uint32) {
 // term, its key, one after the other for each term. So it looks the terms
 // up in passes over all of them, each pass's loads independent of one
 // another, so that the processor overlaps the misses of different terms:
-// first the entries at the terms' home positions, then the terms they
-// name; only then does it compare keys. A term not at its home position,
-// or new, is interned one by one.
+// first the entries at the terms' home positions, then the terms their
+// fingerprints name; only then does it compare keys. A term whose
+// candidate is another (fingerprints collide), or new, is interned one by
+// one.
 func (s *secondary) internAll(tl *TermList, ids []uint32) []uint32 {
 	if s.table.entries == nil {
 		s.table.entries = make([]uint64, minTableSize)
@@ -226,7 +227,13 @@ func (s *secondary) internAll(tl *TermList, ids []uint32) []uint32 {
 		cand = append(cand, entries[int(fingerprint(tl.terms[i].hash))&mask])
 	}
 	for i, e := range cand {
-		if e != 0 && uint32(e>>32) == fingerprint(tl.terms[i].hash) {
+		// The first entry with the term's fingerprint on its probe path,
+		// mostly in the cache line of its home.
+		fp := fingerprint(tl.terms[i].hash)
+		for k := int(fp) & mask; e != 0 && uint32(e>>32) != fp; e = entries[k] {
+			k = (k + 1) & mask
+		}
+		if e != 0 {
 			// The term's key header: its length, loaded now.
 			cand[i] = uint64(len(s.terms.at(uint32(e)-1).key))<<32 | e&0xffffffff
 		} else {
