@@ -234,8 +234,8 @@ func (s *secondary) internAll(tl *TermList, ids []uint32) []uint32 {
 			k = (k + 1) & mask
 		}
 		if e != 0 {
-			// The term's key header: its length, loaded now.
-			cand[i] = uint64(len(s.terms.at(uint32(e)-1).key))<<32 | e&0xffffffff
+			// The term's key, loaded now: its length and first byte.
+			cand[i] = keyHead(s.terms.at(uint32(e)-1).key)<<32 | e&0xffffffff
 		} else {
 			cand[i] = 0
 		}
@@ -244,7 +244,8 @@ func (s *secondary) internAll(tl *TermList, ids []uint32) []uint32 {
 		t := &tl.terms[i]
 		if e != 0 {
 			id := uint32(e) - 1
-			if tm := s.terms.at(id); int(e>>32) == t.key.n && tm.key == string(tl.bytes(t.key)) &&
+			key := tl.bytes(t.key)
+			if tm := s.terms.at(id); e>>32 == keyHead(key) && tm.key == string(key) &&
 				s.pathTab[tm.path].name == string(tl.bytes(t.path)) {
 				ids = append(ids, id)
 				continue
@@ -254,6 +255,15 @@ func (s *secondary) internAll(tl *TermList, ids []uint32) []uint32 {
 	}
 	s.cand = cand
 	return ids
+}
+
+// keyHead packs a key's length (below 2^24: keys come from documents of
+// at most a few MiB) and first byte, for internAll.
+func keyHead[S string | []byte](key S) uint64 {
+	if len(key) == 0 {
+		return 0
+	}
+	return uint64(len(key))<<8&0xffffff00 | uint64(key[0])
 }
 
 // intern returns the id of the term t of l, creating it (and its path) if
