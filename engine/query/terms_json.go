@@ -107,6 +107,7 @@ type termScanner struct {
 	// the elements of an array share their members' paths.
 	recent [8]span
 	next   int // slot of recent to overwrite next
+	arrays int // arrays open around the value being read
 
 	names []byte // term-path segments of the open objects' members
 	spans []span // their spans in names, innermost object last
@@ -137,7 +138,7 @@ const maxScan = 1 << 30
 const maxArena = math.MaxUint32
 
 func (s *termScanner) release() {
-	s.doc, s.m, s.i, s.repeated = nil, nil, 0, false
+	s.doc, s.m, s.i, s.repeated, s.arrays = nil, nil, 0, false, 0
 	if cap(s.arena) > maxPooledScratch || cap(s.recs)*16 > maxPooledScratch ||
 		cap(s.path) > maxPooledScratch || cap(s.names) > maxPooledScratch || cap(s.spans)*8 > maxPooledScratch {
 		return
@@ -303,6 +304,8 @@ func (s *termScanner) array(depth int, live bool) bool {
 		s.path = append(s.path, "/[]"...)
 		live = s.m == nil || indexedUnder(s.m, s.path)
 	}
+	s.arrays++
+	defer func() { s.arrays-- }()
 	for {
 		s.skipSpace()
 		if !s.value(depth, live) {
@@ -391,8 +394,15 @@ func segmentNeedsQuote(name []byte) bool {
 }
 
 // storePath returns the arena span of s.path, storing it unless it is one
-// of the paths stored last.
+// of the paths stored last. Only in an array can a path come again (with
+// its next element); a path outside every array is one of a kind, as it
+// has no "[]" segment and a repeated name sends the document to Decode.
 func (s *termScanner) storePath() span {
+	if s.arrays == 0 {
+		p := span{uint32(len(s.arena)), uint32(len(s.path))}
+		s.arena = append(s.arena, s.path...)
+		return p
+	}
 	for _, p := range s.recent {
 		if p.n == uint32(len(s.path)) && p.n > 0 && bytes.Equal(p.of(s.arena), s.path) {
 			return p

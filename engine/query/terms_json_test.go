@@ -250,6 +250,25 @@ func TestIndexedUnder(t *testing.T) {
 		if got := indexedUnder(m, []byte(tc.prefix)); got != tc.want {
 			t.Errorf("%+v: indexedUnder([]byte(%q)) = %v, want %v", tc.policy, tc.prefix, got, tc.want)
 		}
+		// The shortcut for policies that index under every prefix agrees
+		// with the rules.
+		if m.everywhere {
+			slow := *m
+			slow.everywhere = false
+			if !slow.IndexedUnder(tc.prefix) {
+				t.Errorf("%+v: everywhere, but the rules say nothing is indexed under %q", tc.policy, tc.prefix)
+			}
+		}
+	}
+	for _, p := range []PathPolicy{{}, {Excluded: []string{"/a/?"}}, {Included: []string{"/*", "/a/*"}}} {
+		if !mustCompile(t, p).everywhere {
+			t.Errorf("%+v: not everywhere", p)
+		}
+	}
+	for _, p := range []PathPolicy{{Excluded: []string{"/a/*"}}, {Included: []string{"/a/*"}}} {
+		if mustCompile(t, p).everywhere {
+			t.Errorf("%+v: everywhere", p)
+		}
 	}
 }
 
