@@ -46,6 +46,7 @@ type secondary struct {
 
 	scratch []uint32 // term ids being set; writers only
 	cand    []uint64 // internAll's candidates; writers only
+	list    TermList // SetTerms's terms, packed; writers only
 	left    []uint32 // path ids a slot being set left a term of; writers only
 }
 
@@ -95,11 +96,12 @@ var noTerms = []uint32{}
 // a delete. Duplicate terms count once. The index copies the strings it
 // keeps, so terms may point into a buffer the caller reuses.
 func (x *Index) SetTerms(id string, seq uint64, terms []Term) bool {
-	var l TermList
+	l := &x.sec.list
+	l.Reset()
 	for _, t := range terms {
 		l.AddString(t.Path, t.Key)
 	}
-	return x.SetTermList(id, seq, &l)
+	return x.SetTermList(id, seq, l)
 }
 
 // SetTermList is SetTerms for terms packed in a TermList, which the index
