@@ -608,3 +608,34 @@ func TestBenchDocKiB(t *testing.T) {
 		t.Fatalf("benchDocKiB has %d scalar paths: %v", len(paths), paths)
 	}
 }
+
+// TestTermsJSONNumbers: the scanner's fast path for short decimals gives
+// exactly the float64 that Decode (strconv) gives.
+func TestTermsJSONNumbers(t *testing.T) {
+	m := mustCompile(t, PathPolicy{})
+	r := rand.New(rand.NewPCG(7, 11))
+	nums := []string{"0", "-0", "0.0", "-0.0", "0.1", "0.3", "1.5", "123456789012345", "1234567890123456",
+		"0.000000000000001", "99999999999999.9", "9007199254740993", "1.00000000000001", "-3.14159265358979"}
+	for range 20000 {
+		digits := 1 + r.IntN(17)
+		b := make([]byte, 0, 24)
+		if r.IntN(2) == 0 {
+			b = append(b, '-')
+		}
+		for d := range digits {
+			c := byte('0' + r.IntN(10))
+			if d == 0 && digits > 1 && c == '0' {
+				c = '1'
+			}
+			b = append(b, c)
+		}
+		if dot := r.IntN(digits + 1); dot > 0 && dot < digits {
+			k := len(b) - (digits - dot)
+			b = append(b[:k], append([]byte{'.'}, b[k:]...)...)
+		}
+		nums = append(nums, string(b))
+	}
+	for _, n := range nums {
+		checkAgainstReference(t, []byte(`{"a":`+n+`,"b":[`+n+`]}`), m)
+	}
+}
