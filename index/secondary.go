@@ -259,8 +259,8 @@ func (s *secondary) internAll(tl *TermList, ids []uint32) []uint32 {
 	return ids
 }
 
-// keyHead packs a key's length (below 2^24: keys come from documents of
-// at most a few MiB) and first byte, for internAll.
+// keyHead packs a key's length (modulo 2^24) and first byte, which
+// internAll compares before the keys themselves.
 func keyHead[S string | []byte](key S) uint64 {
 	if len(key) == 0 {
 		return 0
