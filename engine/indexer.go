@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,8 @@ type indexConfig struct {
 	// key, whose primary index is keyed by (key value, id) and so cannot
 	// answer c.id = 'x' across partitions.
 	idTerms bool
+	// The system properties whose terms are kept.
+	tsTerms, etagTerms bool
 }
 
 // indexed reports whether terms at term path p are kept.
@@ -120,6 +123,7 @@ func (c *Container) setIndexingLocked(props ContainerProperties) {
 		cfg.paths = m
 		// IndexedUnder("") is false only when every path is excluded.
 		cfg.terms = m != nil && m.IndexedUnder("")
+		cfg.tsTerms, cfg.etagTerms = cfg.indexed("/_ts"), cfg.indexed("/_etag")
 	}
 	c.ix.cfg.Store(cfg)
 	c.idx.ClearTerms()
@@ -157,6 +161,24 @@ func (c *Container) startDeferredBuild() {
 	c.mu.Unlock()
 }
 
+// termLists pools the TermLists writers fill and the index takes: a list
+// goes back once the index has its terms.
+var termLists = sync.Pool{New: func() any { return new(index.TermList) }}
+
+// maxPooledTermList bounds the memory a pooled TermList keeps.
+const maxPooledTermList = 64 << 10
+
+func getTermList() *index.TermList { return termLists.Get().(*index.TermList) }
+
+// putTermList gives l back to the pool; l must not be used after.
+func putTermList(l *index.TermList) {
+	if l == nil || l.Bytes() > maxPooledTermList {
+		return
+	}
+	l.Reset()
+	termLists.Put(l)
+}
+
 // writeTerms computes the terms of an op's document ahead of its commit,
 // in consistent mode; the system properties' terms are added at apply,
 // when _ts and _etag are known.
@@ -166,45 +188,42 @@ func (c *Container) writeTerms(o *op) {
 		return
 	}
 	o.termsGen = cfg.gen
-	o.terms = bodyTerms(o.body, cfg, nil)
-	o.termsSet = true
+	o.terms = getTermList()
+	bodyTerms(o.body, cfg, o.terms)
 }
 
-// bodyTerms appends the terms of a stored body to dst, read straight from
-// its JSON. A body that does not decode (not reachable: it was validated)
-// has no terms, and queries re-check documents, so the cost is a missed
+// bodyTerms adds the terms of a stored body to l, read straight from its
+// JSON. A body that does not decode (not reachable: it was validated) has
+// no terms, and queries re-check documents, so the cost is a missed
 // candidate, never a wrong one.
-func bodyTerms(body []byte, cfg *indexConfig, dst []index.Term) []index.Term {
+func bodyTerms(body []byte, cfg *indexConfig, l *index.TermList) {
 	if !cfg.terms {
-		return dst
+		return
 	}
-	var buf [32]query.Term // most documents' terms fit: no slice on the heap
-	qt, err := cfg.paths.TermsJSON(body, buf[:0])
-	if err != nil {
-		return dst
-	}
-	dst = slices.Grow(dst, len(qt)+2) // +2: room for systemTerms
-	for _, t := range qt {
-		if t.Path != idPath || cfg.idTerms { // the primary index answers for ids (query_id.go)
-			dst = append(dst, index.Term(t))
+	_ = cfg.paths.EachTermJSON(body, func(path, key []byte) {
+		// The primary index answers for ids (query_id.go).
+		if cfg.idTerms || string(path) != idPath {
+			l.Add(path, key)
 		}
-	}
-	return dst
+	})
 }
 
-// systemTerms appends the terms of the system properties a write sets.
-func systemTerms(cfg *indexConfig, ts int64, seq uint64, dst []index.Term) []index.Term {
-	if cfg.indexed("/_ts") {
-		if k, ok := query.Key(query.NumberValue(float64(ts))); ok {
-			dst = append(dst, index.Term{Path: "/_ts", Key: k})
+// tsPath is the term path of _ts.
+var tsPath = []byte("/_ts")
+
+// systemTerms adds the terms of the system properties a write sets to l.
+func systemTerms(cfg *indexConfig, ts int64, seq uint64, l *index.TermList) {
+	if cfg.tsTerms {
+		var b [9]byte
+		if k, ok := query.AppendNumberKey(b[:0], float64(ts)); ok {
+			l.Add(tsPath, k)
 		}
 	}
-	if cfg.indexed("/_etag") {
+	if cfg.etagTerms {
 		if k, ok := query.Key(query.StringValue(docfmt.ETag(seq))); ok {
-			dst = append(dst, index.Term{Path: "/_etag", Key: k})
+			l.AddString("/_etag", k)
 		}
 	}
-	return dst
 }
 
 // indexWriteLocked keeps the secondary index up with one applied put;
@@ -215,14 +234,25 @@ func (c *Container) indexWriteLocked(o *op, rec *segment.Record) {
 	case cfg == nil || !cfg.terms:
 	case cfg.mode == IndexingConsistent:
 		terms := o.terms
-		if !o.termsSet || o.termsGen != cfg.gen {
-			terms = bodyTerms(rec.Body, cfg, nil) // the policy changed since the writer computed them
+		if terms == nil || o.termsGen != cfg.gen {
+			// The policy changed since the writer computed them.
+			if terms == nil {
+				terms = getTermList()
+			}
+			terms.Reset()
+			bodyTerms(rec.Body, cfg, terms)
 		}
-		terms = systemTerms(cfg, rec.TS, rec.Seq, terms)
-		c.idx.SetTerms(rec.ID, rec.Seq, terms)
+		systemTerms(cfg, rec.TS, rec.Seq, terms)
+		c.idx.SetTermList(rec.ID, rec.Seq, terms)
+		putTermList(terms)
+		o.terms = nil
 	case cfg.mode == IndexingLazy:
 		c.ix.lazy = append(c.ix.lazy, lazyItem{id: rec.ID, seq: rec.Seq, ts: rec.TS, body: rec.Body})
 		c.db.kickIndex()
+	}
+	if o.terms != nil { // computed under a policy that no longer keeps them
+		putTermList(o.terms)
+		o.terms = nil
 	}
 }
 
@@ -261,12 +291,17 @@ func (c *Container) indexStep(retry bool) (more bool) {
 	type update struct {
 		id    string
 		seq   uint64
-		terms []index.Term
+		terms *index.TermList
 	}
 	var ups []update
+	terms := func(body []byte, ts int64, seq uint64) *index.TermList {
+		t := getTermList()
+		bodyTerms(body, cfg, t)
+		systemTerms(cfg, ts, seq, t)
+		return t
+	}
 	for _, l := range lazy {
-		t := systemTerms(cfg, l.ts, l.seq, bodyTerms(l.body, cfg, nil))
-		ups = append(ups, update{l.id, l.seq, t})
+		ups = append(ups, update{l.id, l.seq, terms(l.body, l.ts, l.seq)})
 	}
 	var rec segment.Record
 	var failed []string
@@ -280,12 +315,16 @@ func (c *Container) indexStep(retry bool) (more bool) {
 			}
 			continue // gone or expired: nothing to index
 		}
-		t := systemTerms(cfg, rec.TS, rec.Seq, bodyTerms(rec.Body, cfg, nil))
-		ups = append(ups, update{id, rec.Seq, t})
+		ups = append(ups, update{id, rec.Seq, terms(rec.Body, rec.TS, rec.Seq)})
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer func() {
+		for _, u := range ups {
+			putTermList(u.terms)
+		}
+	}()
 	c.ix.inflight -= len(lazy) + len(build)
 	if c.deleted || c.ix.cfg.Load() != cfg {
 		return !c.deleted // the policy changed meanwhile: the new build starts over
@@ -294,7 +333,7 @@ func (c *Container) indexStep(retry bool) (more bool) {
 		if seq, ok := c.idx.TermsSeq(u.id); ok && seq >= u.seq {
 			continue // a newer write already set its terms
 		}
-		c.idx.SetTerms(u.id, u.seq, u.terms)
+		c.idx.SetTermList(u.id, u.seq, u.terms)
 	}
 	if len(failed) > 0 {
 		// Retried at the index loop's next tick; queries scan meanwhile,

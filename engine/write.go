@@ -34,10 +34,10 @@ type op struct {
 	omitBody bool
 
 	// terms are the document's secondary-index terms, computed by the
-	// writer under indexing policy generation termsGen (consistent mode).
-	terms    []index.Term
+	// writer under indexing policy generation termsGen (consistent mode);
+	// nil if not computed. The index takes them at apply.
+	terms    *index.TermList
 	termsGen uint64
-	termsSet bool
 }
 
 // newOp validates a write of doc to a container without a partition key.

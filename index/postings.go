@@ -44,8 +44,12 @@ func (t *term) add(n uint32) {
 		t.big.Add(n)
 		return
 	}
-	i, _ := slices.BinarySearch(t.small, n)
-	t.small = slices.Insert(t.small, i, n)
+	if k := len(t.small); k == 0 || t.small[k-1] < n {
+		t.small = append(t.small, n) // mostly: slots are handed out in order
+	} else {
+		i, _ := slices.BinarySearch(t.small, n)
+		t.small = slices.Insert(t.small, i, n)
+	}
 	if len(t.small) > smallPostings {
 		t.big = roaring.New()
 		t.big.AddMany(t.small)

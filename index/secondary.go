@@ -2,7 +2,6 @@ package index
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/tidwall/btree"
@@ -46,6 +45,8 @@ type secondary struct {
 	postings int64 // slot entries over all terms
 
 	scratch []uint32 // term ids being set; writers only
+	cand    []uint64 // internAll's candidates; writers only
+	list    TermList // SetTerms's terms, packed; writers only
 	left    []uint32 // path ids a slot being set left a term of; writers only
 }
 
@@ -95,11 +96,22 @@ var noTerms = []uint32{}
 // a delete. Duplicate terms count once. The index copies the strings it
 // keeps, so terms may point into a buffer the caller reuses.
 func (x *Index) SetTerms(id string, seq uint64, terms []Term) bool {
+	l := &x.sec.list
+	l.Reset()
+	for _, t := range terms {
+		l.AddString(t.Path, t.Key)
+	}
+	return x.SetTermList(id, seq, l)
+}
+
+// SetTermList is SetTerms for terms packed in a TermList, which the index
+// does not keep.
+func (x *Index) SetTermList(id string, seq uint64, l *TermList) bool {
 	n, _, ok := x.ids.find(id, x.slots)
 	if !ok || x.slots.at(n).Seq != seq {
 		return false
 	}
-	x.sec.set(n, seq, terms)
+	x.sec.set(n, seq, l)
 	return true
 }
 
@@ -123,12 +135,10 @@ func (x *Index) TermsSeq(id string) (seq uint64, ok bool) {
 	return l.seq, true
 }
 
-// set replaces the terms of slot n by terms, computed from version seq.
-func (s *secondary) set(n uint32, seq uint64, terms []Term) {
-	ids := s.scratch[:0]
-	for _, t := range terms {
-		ids = append(ids, s.intern(t.Path, t.Key))
-	}
+// set replaces the terms of slot n by those of tl, computed from version
+// seq.
+func (s *secondary) set(n uint32, seq uint64, tl *TermList) {
+	ids := s.internAll(tl, s.scratch[:0])
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	s.scratch = ids
@@ -199,32 +209,94 @@ func (s *secondary) leavePaths(n uint32, left, ids []uint32) {
 	}
 }
 
-// intern returns the id of the term (path, key), creating it (and the path)
-// if needed. A new term has no slots until post gives it one.
-func (s *secondary) intern(path, key string) uint32 {
-	pid, ok := s.paths[path]
-	if !ok {
-		pid = s.newPath(path)
+// internAll appends the ids of the terms of tl to ids, creating the terms
+// that are new. Most of the time goes in cache misses: the table entry, the
+// term, its key, one after the other for each term. So it looks the terms
+// up in passes over all of them, each pass's loads independent of one
+// another, so that the processor overlaps the misses of different terms:
+// first the entries at the terms' home positions, then the terms their
+// fingerprints name; only then does it compare keys. A term whose
+// candidate is another (fingerprints collide), or new, is interned one by
+// one.
+func (s *secondary) internAll(tl *TermList, ids []uint32) []uint32 {
+	if s.table.entries == nil {
+		s.table.entries = make([]uint64, minTableSize)
 	}
-	id, pos, found := s.table.find(pid, key, &s.terms)
+	entries := s.table.entries
+	mask := len(entries) - 1
+	cand := s.cand[:0]
+	for i := range tl.terms {
+		cand = append(cand, entries[int(fingerprint(tl.terms[i].hash))&mask])
+	}
+	for i, e := range cand {
+		// The first entry with the term's fingerprint on its probe path,
+		// mostly in the cache line of its home.
+		fp := fingerprint(tl.terms[i].hash)
+		for k := int(fp) & mask; e != 0 && uint32(e>>32) != fp; e = entries[k] {
+			k = (k + 1) & mask
+		}
+		if e != 0 {
+			// The term's key, loaded now: its length and first byte.
+			cand[i] = keyHead(s.terms.at(uint32(e)-1).key)<<32 | e&0xffffffff
+		} else {
+			cand[i] = 0
+		}
+	}
+	for i, e := range cand {
+		t := &tl.terms[i]
+		if e != 0 {
+			id := uint32(e) - 1
+			key := tl.bytes(t.key)
+			if tm := s.terms.at(id); e>>32 == keyHead(key) && tm.key == string(key) &&
+				s.pathTab[tm.path].name == string(tl.bytes(t.path)) {
+				ids = append(ids, id)
+				continue
+			}
+		}
+		ids = append(ids, s.intern(tl, t))
+	}
+	s.cand = cand
+	return ids
+}
+
+// keyHead packs a key's length (modulo 2^24) and first byte, which
+// internAll compares before the keys themselves.
+func keyHead[S string | []byte](key S) uint64 {
+	if len(key) == 0 {
+		return 0
+	}
+	return uint64(len(key))<<8&0xffffff00 | uint64(key[0])
+}
+
+// intern returns the id of the term t of l, creating it (and its path) if
+// needed. A new term has no slots until post gives it one.
+func (s *secondary) intern(l *TermList, t *packedTerm) uint32 {
+	path, key := l.bytes(t.path), l.bytes(t.key)
+	fp := fingerprint(t.hash)
+	id, pos, found := s.table.find(fp, path, key, s)
 	if found {
 		return id
 	}
+	pid, ok := s.paths[string(path)]
+	if !ok {
+		pid = s.newPath(string(path))
+	}
 	id = s.terms.alloc()
-	t := s.terms.at(id)
-	*t = term{key: strings.Clone(key), path: pid, id: id}
-	s.table.insert(pid, t.key, id, pos)
-	s.pathTab[pid].keys.Set(t)
+	tm := s.terms.at(id)
+	*tm = term{key: string(key), path: pid, id: id}
+	s.table.insert(fp, id, pos)
+	s.pathTab[pid].keys.Set(tm)
 	s.keys++
 	return id
 }
 
-// newPath interns path, which is not yet interned, and returns its id.
+// newPath interns path, which is not yet interned, and returns its id; the
+// index keeps path.
 func (s *secondary) newPath(path string) uint32 {
 	if s.paths == nil {
 		s.paths = make(map[string]uint32)
 	}
-	p := newPathIndex(strings.Clone(path))
+	p := newPathIndex(path)
 	var pid uint32
 	if k := len(s.freePaths); k > 0 {
 		pid = s.freePaths[k-1]
@@ -260,7 +332,7 @@ func (s *secondary) unpost(id, n uint32) {
 		return
 	}
 	p.keys.Delete(t)
-	s.table.remove(t.path, t.key, &s.terms)
+	s.table.remove(p.name, t.key, s)
 	s.keys--
 	pid := t.path
 	s.terms.release(id)

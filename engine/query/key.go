@@ -47,6 +47,15 @@ func Key(v Value) (string, bool) {
 	return "", false
 }
 
+// AppendNumberKey appends Key(NumberValue(f)) to dst, without making a
+// string; ok is false for NaN and infinities, which have no key.
+func AppendNumberKey(dst []byte, f float64) (_ []byte, ok bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return dst, false
+	}
+	return binary.BigEndian.AppendUint64(append(dst, tagNumber), numberBits(f)), true
+}
+
 // numberBits maps a float64 to a uint64 whose unsigned order is the
 // numeric order.
 func numberBits(f float64) uint64 {

@@ -139,3 +139,14 @@ func TestTerms(t *testing.T) {
 		t.Errorf("TermPath = %s", got)
 	}
 }
+
+// TestAppendNumberKey: AppendNumberKey appends what Key makes of a number.
+func TestAppendNumberKey(t *testing.T) {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1, 1.5e300, -2.5e-300, 1700000000, math.NaN(), math.Inf(-1)} {
+		want, wantOK := Key(NumberValue(f))
+		got, ok := AppendNumberKey([]byte("x"), f)
+		if ok != wantOK || ok && string(got) != "x"+want || !ok && string(got) != "x" {
+			t.Errorf("AppendNumberKey(%v) = %q, %v; Key says %q, %v", f, got, ok, want, wantOK)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -35,6 +36,10 @@ type PathPolicy struct {
 // It is immutable and safe for concurrent use.
 type PathMatcher struct {
 	rules []pathRule
+	// everywhere: some path under every prefix is indexed (a "/*" include
+	// and no wildcard exclude, as the default policy), so that
+	// IndexedUnder is true without looking at the rules.
+	everywhere bool
 }
 
 // pathRule is one compiled policy path.
@@ -73,6 +78,8 @@ func (p PathPolicy) Compile() (*PathMatcher, error) {
 	if err := add(append(append([]string(nil), p.Excluded...), etagPath), true); err != nil {
 		return nil, err
 	}
+	m.everywhere = slices.ContainsFunc(m.rules, func(r pathRule) bool { return !r.exclude && r.wildcard && r.prefix == "" }) &&
+		!slices.ContainsFunc(m.rules, func(r pathRule) bool { return r.exclude && r.wildcard })
 	return m, nil
 }
 
@@ -181,6 +188,9 @@ func (m *PathMatcher) IndexedUnder(prefix string) bool { return indexedUnder(m, 
 // indexedUnder is IndexedUnder for a prefix held as a string or, by a
 // document walk, in a reused byte buffer.
 func indexedUnder[P string | []byte](m *PathMatcher, prefix P) bool {
+	if m.everywhere {
+		return true
+	}
 	// The strongest exclude rule that matches every path under prefix;
 	// nothing under prefix is indexed if no include rule that can match
 	// there beats it.

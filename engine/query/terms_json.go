@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // TermsJSON appends to dst the terms of the JSON document doc whose paths
@@ -25,6 +26,44 @@ func TermsJSON(doc []byte, indexed func(termPath string) bool, dst []Term) ([]Te
 // checking that it is valid JSON.
 func (m *PathMatcher) TermsJSON(doc []byte, dst []Term) ([]Term, error) {
 	return termsJSON(doc, nil, m, dst)
+}
+
+// EachTermJSON calls fn for each term of the JSON document doc whose path m
+// indexes: the terms m.TermsJSON(doc, nil) returns, in no particular order,
+// some perhaps more than once. It is for a caller that files the terms
+// itself (a secondary index, which counts each once): it sorts nothing and
+// allocates nothing. path and key are valid only during the call. Invalid
+// JSON returns Decode's error before fn is called.
+func (m *PathMatcher) EachTermJSON(doc []byte, fn func(path, key []byte)) error {
+	s := scanners.Get().(*termScanner)
+	s.doc, s.m = doc, m
+	if len(doc) > maxScan || !s.scan() {
+		s.release()
+		v, err := Decode(doc)
+		if err != nil {
+			return err
+		}
+		for _, t := range Terms(v, m.Indexed, nil) {
+			fn([]byte(t.Path), []byte(t.Key))
+		}
+		return nil
+	}
+	a := s.arena
+	var prev span
+	var ok bool
+	for i, r := range s.recs {
+		// The elements of an array share their path's span.
+		if i == 0 || r.path != prev {
+			p := r.path.of(a)
+			// Indexed keeps nothing of its argument: no copy is needed.
+			prev, ok = r.path, m.Indexed(unsafe.String(unsafe.SliceData(p), len(p)))
+		}
+		if ok {
+			fn(r.path.of(a), r.key.of(a))
+		}
+	}
+	s.release()
+	return nil
 }
 
 // termsJSON scans doc in one pass. A document the scanner does not take
@@ -68,6 +107,7 @@ type termScanner struct {
 	// the elements of an array share their members' paths.
 	recent [8]span
 	next   int // slot of recent to overwrite next
+	arrays int // arrays open around the value being read
 
 	names []byte // term-path segments of the open objects' members
 	spans []span // their spans in names, innermost object last
@@ -98,7 +138,7 @@ const maxScan = 1 << 30
 const maxArena = math.MaxUint32
 
 func (s *termScanner) release() {
-	s.doc, s.m, s.i, s.repeated = nil, nil, 0, false
+	s.doc, s.m, s.i, s.repeated, s.arrays = nil, nil, 0, false, 0
 	if cap(s.arena) > maxPooledScratch || cap(s.recs)*16 > maxPooledScratch ||
 		cap(s.path) > maxPooledScratch || cap(s.names) > maxPooledScratch || cap(s.spans)*8 > maxPooledScratch {
 		return
@@ -194,6 +234,10 @@ func (s *termScanner) object(depth int, live bool) bool {
 		return true
 	}
 	base, first, names := len(s.path), len(s.spans), len(s.names)
+	// A bit per member name, by its length and bytes at both ends: names
+	// are compared (repeatedName) only if two of them share a bit.
+	var seen uint64
+	maybeRepeated := false
 	for {
 		s.skipSpace()
 		if s.i >= len(s.doc) || s.doc[s.i] != '"' {
@@ -207,6 +251,9 @@ func (s *termScanner) object(depth int, live bool) bool {
 			memberLive = s.m == nil || indexedUnder(s.m, s.path)
 			if memberLive {
 				seg := s.path[base:]
+				bit := uint64(1) << ((uint(len(seg)) + uint(seg[len(seg)-1]) + 7*uint(seg[min(1, len(seg)-1)])) & 63)
+				maybeRepeated = maybeRepeated || seen&bit != 0
+				seen |= bit
 				s.spans = append(s.spans, span{uint32(len(s.names)), uint32(len(seg))})
 				s.names = append(s.names, seg...)
 			}
@@ -232,7 +279,7 @@ func (s *termScanner) object(depth int, live bool) bool {
 			s.i++
 		case '}':
 			s.i++
-			s.repeated = s.repeatedName(first)
+			s.repeated = maybeRepeated && s.repeatedName(first)
 			s.spans, s.names = s.spans[:first], s.names[:names]
 			return !s.repeated
 		default:
@@ -257,6 +304,8 @@ func (s *termScanner) array(depth int, live bool) bool {
 		s.path = append(s.path, "/[]"...)
 		live = s.m == nil || indexedUnder(s.m, s.path)
 	}
+	s.arrays++
+	defer func() { s.arrays-- }()
 	for {
 		s.skipSpace()
 		if !s.value(depth, live) {
@@ -345,8 +394,15 @@ func segmentNeedsQuote(name []byte) bool {
 }
 
 // storePath returns the arena span of s.path, storing it unless it is one
-// of the paths stored last.
+// of the paths stored last. Only in an array can a path come again (with
+// its next element); a path outside every array is one of a kind, as it
+// has no "[]" segment and a repeated name sends the document to Decode.
 func (s *termScanner) storePath() span {
+	if s.arrays == 0 {
+		p := span{uint32(len(s.arena)), uint32(len(s.path))}
+		s.arena = append(s.arena, s.path...)
+		return p
+	}
 	for _, p := range s.recent {
 		if p.n == uint32(len(s.path)) && p.n > 0 && bytes.Equal(p.of(s.arena), s.path) {
 			return p

@@ -63,15 +63,30 @@ func (s *termScanner) number(live bool) bool {
 		return err == nil
 	}
 	var f float64
-	if intEnd == i && intEnd-intStart <= 15 {
-		// An integer below 1e15 is exact in a float64.
+	if !exp && i-intStart <= 16 {
+		// Below 1e15 the digits are exact in a float64, and so is a power
+		// of ten up to 1e22: their quotient is the correctly rounded value
+		// (Clinger's fast path, which strconv takes too).
 		var u uint64
-		for _, c := range doc[intStart:intEnd] {
-			u = u*10 + uint64(c-'0')
+		n := 0
+		for _, c := range doc[intStart:i] {
+			if c != '.' {
+				u = u*10 + uint64(c-'0')
+				n++
+			}
 		}
 		f = float64(u)
+		if intEnd < i {
+			f /= pow10[i-intEnd-1]
+		}
 		if neg {
 			f = -f
+		}
+		if n > 15 { // 16 digits: not exact; ParseFloat decides
+			var err error
+			if f, err = strconv.ParseFloat(string(text), 64); err != nil {
+				return false
+			}
 		}
 	} else {
 		var err error
@@ -85,6 +100,9 @@ func (s *termScanner) number(live bool) bool {
 	putUint64(s.arena[k+1:], numberBits(f))
 	return s.record(p, k)
 }
+
+// pow10 are the powers of ten a float64 holds exactly, for number.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
 
 func putUint64(b []byte, u uint64) {
 	_ = b[7]

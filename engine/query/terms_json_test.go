@@ -57,10 +57,39 @@ func checkAgainstReference(t testing.TB, doc []byte, m *PathMatcher) []Term {
 			t.Fatalf("%s(%q)\n got %q\nwant %q", r.name, doc, r.terms, want)
 		}
 	}
+	checkEach(t, doc, m, want[len(prefix):], wantErr)
 	if wantErr != nil {
 		return nil
 	}
 	return want[len(prefix):]
+}
+
+// checkEach compares EachTermJSON with the reference's terms (want) or
+// error: the same set of terms, each at least once.
+func checkEach(t testing.TB, doc []byte, m *PathMatcher, want []Term, wantErr error) {
+	t.Helper()
+	var got []Term
+	err := m.EachTermJSON(doc, func(path, key []byte) {
+		got = append(got, Term{Path: string(path), Key: string(key)})
+	})
+	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+		t.Fatalf("EachTermJSON(%q): error %v, Decode says %v", doc, err, wantErr)
+	}
+	if err != nil {
+		if len(got) > 0 {
+			t.Fatalf("EachTermJSON(%q) called fn on invalid JSON: %q", doc, got)
+		}
+		return
+	}
+	slices.SortFunc(got, func(a, b Term) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	if got = slices.Compact(got); !slices.Equal(got, want) {
+		t.Fatalf("EachTermJSON(%q)\n got %q\nwant %q", doc, got, want)
+	}
 }
 
 func numKey(f float64) string {
@@ -220,6 +249,25 @@ func TestIndexedUnder(t *testing.T) {
 		}
 		if got := indexedUnder(m, []byte(tc.prefix)); got != tc.want {
 			t.Errorf("%+v: indexedUnder([]byte(%q)) = %v, want %v", tc.policy, tc.prefix, got, tc.want)
+		}
+		// The shortcut for policies that index under every prefix agrees
+		// with the rules.
+		if m.everywhere {
+			slow := *m
+			slow.everywhere = false
+			if !slow.IndexedUnder(tc.prefix) {
+				t.Errorf("%+v: everywhere, but the rules say nothing is indexed under %q", tc.policy, tc.prefix)
+			}
+		}
+	}
+	for _, p := range []PathPolicy{{}, {Excluded: []string{"/a/?"}}, {Included: []string{"/*", "/a/*"}}} {
+		if !mustCompile(t, p).everywhere {
+			t.Errorf("%+v: not everywhere", p)
+		}
+	}
+	for _, p := range []PathPolicy{{Excluded: []string{"/a/*"}}, {Included: []string{"/a/*"}}} {
+		if mustCompile(t, p).everywhere {
+			t.Errorf("%+v: everywhere", p)
 		}
 	}
 }
@@ -535,6 +583,17 @@ func BenchmarkTermsJSONMatcher(b *testing.B) {
 	}
 }
 
+func BenchmarkEachTermJSON(b *testing.B) {
+	m := mustCompile(b, PathPolicy{})
+	b.SetBytes(int64(len(benchDocKiB)))
+	n := 0
+	for b.Loop() {
+		if err := m.EachTermJSON(benchDocKiB, func(path, key []byte) { n++ }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func TestBenchDocKiB(t *testing.T) {
 	// The benchmark document is what its comment says.
 	if n := len(benchDocKiB); n < 900 || n > 1200 {
@@ -547,5 +606,36 @@ func TestBenchDocKiB(t *testing.T) {
 	}
 	if len(paths) < 9 || len(paths) > 13 {
 		t.Fatalf("benchDocKiB has %d scalar paths: %v", len(paths), paths)
+	}
+}
+
+// TestTermsJSONNumbers: the scanner's fast path for short decimals gives
+// exactly the float64 that Decode (strconv) gives.
+func TestTermsJSONNumbers(t *testing.T) {
+	m := mustCompile(t, PathPolicy{})
+	r := rand.New(rand.NewPCG(7, 11))
+	nums := []string{"0", "-0", "0.0", "-0.0", "0.1", "0.3", "1.5", "123456789012345", "1234567890123456",
+		"0.000000000000001", "99999999999999.9", "9007199254740993", "1.00000000000001", "-3.14159265358979"}
+	for range 20000 {
+		digits := 1 + r.IntN(17)
+		b := make([]byte, 0, 24)
+		if r.IntN(2) == 0 {
+			b = append(b, '-')
+		}
+		for d := range digits {
+			c := byte('0' + r.IntN(10))
+			if d == 0 && digits > 1 && c == '0' {
+				c = '1'
+			}
+			b = append(b, c)
+		}
+		if dot := r.IntN(digits + 1); dot > 0 && dot < digits {
+			k := len(b) - (digits - dot)
+			b = append(b[:k], append([]byte{'.'}, b[k:]...)...)
+		}
+		nums = append(nums, string(b))
+	}
+	for _, n := range nums {
+		checkAgainstReference(t, []byte(`{"a":`+n+`,"b":[`+n+`]}`), m)
 	}
 }
