@@ -136,13 +136,8 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 		return false
 	}
 	if d.raw {
-		w.taken++
-		if w.skip > 0 {
-			w.skip--
+		if !w.take() {
 			return true
-		}
-		if w.limit > 0 {
-			w.limit--
 		}
 		if !d.rendered {
 			// Cannot happen: a raw doc goes unrendered only while the
@@ -156,16 +151,25 @@ func (w *window) offer(q *query.Bound, d *doc, yield func(Item, error) bool) boo
 	if !ok {
 		return true // SELECT VALUE of an undefined value: nothing to emit
 	}
+	if !w.take() {
+		return true
+	}
+	id, pk := splitItemKey(d.rec.ID)
+	return yield(Item{ID: id, PartitionKey: pk, TS: d.rec.TS, ETag: docfmt.CachedETag(d.rec.Seq), ExpiresAt: itemExpiry(d.expires), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
+}
+
+// take counts a row offered to the window and reports whether it is to be
+// emitted: not while the window skips (OFFSET); LIMIT counts it when it is.
+func (w *window) take() bool {
 	w.taken++
 	if w.skip > 0 {
 		w.skip--
-		return true
+		return false
 	}
 	if w.limit > 0 {
 		w.limit--
 	}
-	id, pk := splitItemKey(d.rec.ID)
-	return yield(Item{ID: id, PartitionKey: pk, TS: d.rec.TS, ETag: docfmt.ETag(d.rec.Seq), ExpiresAt: itemExpiry(d.expires), Body: v.AppendJSON(nil)}, nil) && w.limit != 0
+	return true
 }
 
 // errInternal marks a broken invariant of the engine's own.
