@@ -117,5 +117,5 @@ func (s *feedSource) body(v *feedlog.Version) ([]byte, error) {
 				v.ID, at.file, at.h.Block, at.h.Off, rec.Op, rec.ID, rec.Seq, v.Seq, ErrCorrupt)
 		}
 	}
-	return docfmt.Render(nil, rec.Body, rec.TS, docfmt.ETag(rec.Seq)), nil
+	return docfmt.RenderSeq(nil, rec.Body, rec.TS, rec.Seq), nil
 }

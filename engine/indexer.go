@@ -220,7 +220,7 @@ func systemTerms(cfg *indexConfig, ts int64, seq uint64, l *index.TermList) {
 		}
 	}
 	if cfg.etagTerms {
-		if k, ok := query.Key(query.StringValue(docfmt.ETag(seq))); ok {
+		if k, ok := query.Key(query.StringValue(docfmt.CachedETag(seq))); ok {
 			l.AddString("/_etag", k)
 		}
 	}

@@ -102,7 +102,7 @@ func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool, sc
 			}
 			return
 		}
-		*scratch = docfmt.Render((*scratch)[:0], rec.Body, rec.TS, docfmt.ETag(rec.Seq))
+		*scratch = docfmt.RenderSeq((*scratch)[:0], rec.Body, rec.TS, rec.Seq)
 	})
 	d.rec.Body = nil // gone with the block (or the memtable's): never read again
 	if err != nil {

@@ -35,14 +35,11 @@ func (m *PathMatcher) TermsJSON(doc []byte, dst []Term) ([]Term, error) {
 // allocates nothing. path and key are valid only during the call. Invalid
 // JSON returns Decode's error before fn is called.
 func (m *PathMatcher) EachTermJSON(doc []byte, fn func(path, key []byte)) error {
-	s := scanners.Get().(*termScanner)
-	s.doc, s.m = doc, m
-	if len(doc) > maxScan || !s.scan() {
-		s.release()
-		v, err := Decode(doc)
-		if err != nil {
-			return err
-		}
+	s, v, err := scanTerms(doc, m)
+	if err != nil {
+		return err
+	}
+	if s == nil {
 		for _, t := range Terms(v, m.Indexed, nil) {
 			fn([]byte(t.Path), []byte(t.Key))
 		}
@@ -71,14 +68,11 @@ func (m *PathMatcher) EachTermJSON(doc []byte, fn func(path, key []byte)) error 
 // since the last value wins) goes through Decode and Terms, which are the
 // reference: they give the error, or the terms.
 func termsJSON(doc []byte, indexed func(string) bool, m *PathMatcher, dst []Term) ([]Term, error) {
-	s := scanners.Get().(*termScanner)
-	s.doc, s.m = doc, m
-	if len(doc) > maxScan || !s.scan() {
-		s.release()
-		v, err := Decode(doc)
-		if err != nil {
-			return dst, err
-		}
+	s, v, err := scanTerms(doc, m)
+	if err != nil {
+		return dst, err
+	}
+	if s == nil {
 		if indexed == nil {
 			indexed = m.Indexed
 		}
@@ -89,6 +83,21 @@ func termsJSON(doc []byte, indexed func(string) bool, m *PathMatcher, dst []Term
 	dst = s.emit(indexed, dst)
 	s.release()
 	return dst, nil
+}
+
+// scanTerms scans doc with a pooled scanner, which it returns for the
+// caller to read and release. A document the scanner does not take is
+// decoded instead: scanTerms then returns its value (nil scanner), or
+// Decode's error.
+func scanTerms(doc []byte, m *PathMatcher) (*termScanner, Value, error) {
+	s := scanners.Get().(*termScanner)
+	s.doc, s.m = doc, m
+	if len(doc) <= maxScan && s.scan() {
+		return s, Value{}, nil
+	}
+	s.release()
+	v, err := Decode(doc)
+	return nil, v, err
 }
 
 // termScanner is the state of one TermsJSON call: a JSON scanner that, for

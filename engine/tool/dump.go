@@ -57,7 +57,7 @@ func (r *DumpRecord) Document() []byte {
 	if r.Body == nil {
 		return nil
 	}
-	return docfmt.Render(nil, r.Body, r.TS, docfmt.ETag(r.Seq))
+	return docfmt.RenderSeq(nil, r.Body, r.TS, r.Seq)
 }
 
 // dumpRecord describes rec; an item key that does not decode (package

@@ -244,7 +244,7 @@ func (s *snapshot) feedSource(ci int) (*feedlog.Source, func(*feedlog.Version) (
 					cm.ID, at.seg.rel, rec.ID, rec.Seq, v.ID, v.Seq, segment.ErrCorrupt)
 			}
 		}
-		return docfmt.Render(nil, rec.Body, rec.TS, docfmt.ETag(rec.Seq)), nil
+		return docfmt.RenderSeq(nil, rec.Body, rec.TS, rec.Seq), nil
 	}
 	return src, body, fS, nil
 }

@@ -43,8 +43,9 @@ func RunRead(ctx context.Context, cfg *Config) (*ReadResult, error) {
 	c := cfg.Read
 	g := gen.Shared(cfg.DocSize)
 	res := &ReadResult{Config: c}
+	keys := readKeys(c.N)
 	for _, name := range cfg.Stores {
-		rows, err := readOne(ctx, cfg, g, name)
+		rows, err := readOne(ctx, cfg, g, keys, name)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
@@ -53,7 +54,7 @@ func RunRead(ctx context.Context, cfg *Config) (*ReadResult, error) {
 	return res, nil
 }
 
-func readOne(ctx context.Context, cfg *Config, g *gen.Generator, name string) ([]ReadRow, error) {
+func readOne(ctx context.Context, cfg *Config, g *gen.Generator, keys []string, name string) ([]ReadRow, error) {
 	c := cfg.Read
 	dir, err := cfg.storeDir("read", name)
 	if err != nil {
@@ -83,7 +84,6 @@ func readOne(ctx context.Context, cfg *Config, g *gen.Generator, name string) ([
 		return nil, err
 	}
 	defer s.Close()
-	keys := readKeys(c.N)
 	var rows []ReadRow
 	for _, readers := range c.Readers {
 		for _, kind := range []string{"hit", "miss"} {
