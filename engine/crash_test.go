@@ -391,10 +391,13 @@ func inflictPowerCut(t *testing.T, dir string, kind string, rng *rand.Rand) powe
 		p := e.off + rng.Int64N(e.end-e.off)
 		d.damaged = bytes.Clone(data)
 		clear(d.damaged[p:])
-		d.lostFrom, d.repair, d.size = e.seq, true, e.off
-	case "append-zeros":
+		// Zeros from the start of an entry after another are the end of
+		// the entries: cut without a repair, as the zeros the tail is
+		// written ahead with. A file of zeros only is a torn write.
+		d.lostFrom, d.repair, d.size = e.seq, p != e.off || e.off == 0, e.off
+	case "append-zeros": // after an entry, the zeros the tail is written ahead with: cut, no repair
 		d.damaged = append(bytes.Clone(data), make([]byte, 1+rng.IntN(8192))...)
-		d.repair = true
+		d.repair = len(data) == 0
 	case "append-garbage":
 		g := make([]byte, 1+rng.IntN(8192))
 		for i := range g {

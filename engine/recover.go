@@ -94,6 +94,7 @@ func (db *DB) recover() error {
 	db.jnl, err = journal.Open(jdir, filepath.Join(db.dir, dbfile.BrokenDir), journal.Options{
 		SegmentSize: db.opts.JournalSegmentSize,
 		NoSync:      db.opts.NoSync,
+		Preallocate: true,
 		Logger:      db.log,
 		FS:          db.fs,
 	})

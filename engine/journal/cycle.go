@@ -34,6 +34,7 @@ func (j *Journal) Cycle() error {
 	if err := j.syncTail(); err != nil {
 		return j.fail(fmt.Errorf("cycle: %w", err))
 	}
+	j.cutFillLocked(j.tailPath, int64(j.tailSize))
 	path := filepath.Join(j.dir, segmentName(j.last.Load()+1))
 	f, err := j.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {

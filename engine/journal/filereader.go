@@ -57,6 +57,10 @@ type fileReader struct {
 	// quick skips the judgement of damage (bad returns at once): for
 	// telling whether a file starts with an entry at all.
 	quick bool
+	// mem, once set (by bad), decodes the rest of the file from one read
+	// of it, so that the entries and the verdict come from the same bytes,
+	// even in a file written to meanwhile (a live journal's tail).
+	mem *fileDecoder
 }
 
 // StartsWithEntry reports whether path is a regular file that starts with a
@@ -80,6 +84,13 @@ func StartsWithEntry(path string) bool {
 // file, a *CorruptError at the first bad entry, or an I/O error; after an
 // error it must not be called again. Each entry's payload is its own.
 func (r *fileReader) next() (e Entry, ok bool, err error) {
+	if r.mem != nil {
+		e, ok, cerr := r.mem.next()
+		if cerr != nil {
+			return Entry{}, false, cerr
+		}
+		return e, ok, nil
+	}
 	if r.off >= r.size {
 		return Entry{}, false, nil
 	}
@@ -136,10 +147,10 @@ func (r *fileReader) checksumMatches(off, n int64) (bool, error) {
 	return crc == want, nil
 }
 
-// bad describes the bad entry at r.off as fileDecoder would: it decodes the
-// rest of the file in memory when it is at most maxJudgedTail bytes, and
-// past that tells a zero-filled tail (torn) from other damage (corruption)
-// by streaming.
+// bad describes the bad entry at r.off as fileDecoder would: when the rest
+// of the file is at most maxJudgedTail bytes it reads it whole and decodes
+// it in memory from there on (mem), and past that tells a zero-filled tail
+// (torn) from other damage (corruption) by streaming.
 func (r *fileReader) bad() (Entry, bool, error) {
 	rest := r.size - r.off
 	if r.quick {
@@ -150,11 +161,8 @@ func (r *fileReader) bad() (Entry, bool, error) {
 		if _, err := r.f.ReadAt(data, r.off); err != nil && err != io.EOF {
 			return Entry{}, false, err
 		}
-		d := fileDecoder{data: data, base: r.off, seq: r.seq}
-		if _, _, cerr := d.next(); cerr != nil {
-			return Entry{}, false, cerr
-		}
-		return Entry{}, false, &CorruptError{Offset: r.off, Seq: r.seq, Reason: "the file changed while it was read"}
+		r.mem = &fileDecoder{data: data, base: r.off, seq: r.seq, after: r.off > 0}
+		return r.next()
 	}
 	zero, err := r.zeroFrom(r.off)
 	if err != nil {

@@ -138,17 +138,27 @@ type fileDecoder struct {
 	// seq is the seq the next entry must carry; 0 before the first entry of
 	// a file whose name does not give its first seq.
 	seq uint64
+	// after is set once an entry of the file was decoded (here or, for a
+	// decoder of the rest of a file, before it).
+	after bool
 }
 
 // next decodes the entry at d.off. It returns ok=false at the end of the
-// data, and a *CorruptError (without File) at the first bad entry, after
-// which it must not be called again.
+// entries: the end of the data, or, after an entry, zeros to it (at most
+// maxAhead of them: those the tail is written ahead with), where d.off then
+// stays. It returns a *CorruptError (without File) at the first bad entry,
+// after which it must not be called again.
 func (d *fileDecoder) next() (e Entry, ok bool, cerr *CorruptError) {
 	if d.off >= len(d.data) {
 		return Entry{}, false, nil
 	}
 	rest := d.data[d.off:]
 	if allZero(rest) {
+		if d.after && len(rest) <= maxAhead {
+			// The zeros the tail is written ahead with: the entries end
+			// here (see Preallocation in the package documentation).
+			return Entry{}, false, nil
+		}
 		return Entry{}, false, d.bad("zero-filled tail")
 	}
 	n, w := binary.Uvarint(rest)
@@ -167,6 +177,7 @@ func (d *fileDecoder) next() (e Entry, ok bool, cerr *CorruptError) {
 	e = Entry{Offset: d.base + int64(d.off), Seq: seq, Payload: payload}
 	d.off += w + int(n)
 	d.seq = seq + 1
+	d.after = true
 	return e, true, nil
 }
 

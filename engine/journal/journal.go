@@ -52,6 +52,11 @@ type Options struct {
 	// machine (not only of the process) may lose acknowledged entries. It is
 	// the user's explicit choice; Sync makes everything appended durable.
 	NoSync bool
+	// Preallocate keeps zeros written ahead of the entries of the tail
+	// file, so that appends overwrite blocks the file already holds and
+	// their fsyncs commit no metadata (see Preallocation in the package
+	// documentation). The engine sets it.
+	Preallocate bool
 	// Logger receives a Warn record for each repair Open makes. nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -96,6 +101,12 @@ type Journal struct {
 	// dirDirty records that a segment file was created since the folder was
 	// last fsynced.
 	dirDirty bool
+	// filled is the tail file when zeroFillLocked wrote it ahead with
+	// zeros, until cutFillLocked cuts them; fillEnd is where those zeros
+	// end.
+	filled   string
+	fillEnd  int64
+	fillStep int64 // the last window of zeros written; -1 after a failure
 	failed   error
 	closed   bool
 
@@ -114,12 +125,17 @@ type Journal struct {
 	// mu and read without it. When the log is empty, first == last+1.
 	first, last atomic.Uint64
 	size        atomic.Int64
+	// ahead is the bytes of zeros in the tail file past its entries
+	// (zeroFillLocked): part of Size.
+	ahead atomic.Int64
 }
 
 // Open opens the journal in dir, creating the folder if needed.
 //
-// Before handing the folder to tidwall it scans the last segment file. A torn
-// or zero-filled tail (a bad entry with no valid frame after it) is repaired:
+// Before handing the folder to tidwall it scans the last segment file. Zeros
+// after its last entry (see Preallocation in the package documentation) are
+// cut off, and nothing is reported. A torn tail (a bad entry with no valid
+// frame after it) is repaired:
 // a copy of the bytes cut (at most MaxBrokenCopy) is kept in brokenDir
 // (created if needed) under the segment name of the first cut entry, the
 // time and ".broken" (if it cannot be written, it is removed, the failure
@@ -248,7 +264,7 @@ func (j *Journal) LastSeq() uint64 {
 func (j *Journal) NextSeq() uint64 { return j.last.Load() + 1 }
 
 // Size returns the bytes of the journal's files on disk.
-func (j *Journal) Size() int64 { return j.size.Load() }
+func (j *Journal) Size() int64 { return j.size.Load() + j.ahead.Load() }
 
 // Append writes payloads as consecutive entries and returns the seq of the
 // first. All of them go to tidwall in one batch followed by one fsync (unless
@@ -350,9 +366,11 @@ func (j *Journal) Write(payloads ...[]byte) (first uint64, err error) {
 	j.last.Store(last)
 	j.size.Add(int64(total))
 	if len(created) > 0 {
+		j.cutFillLocked(j.tailPath, int64(closed[0]))
 		j.tailPath = filepath.Join(j.dir, segmentName(created[len(created)-1]))
 		j.dirDirty = true
 	}
+	j.zeroFillLocked(total)
 	return first, nil
 }
 
@@ -412,7 +430,7 @@ func (j *Journal) syncTailFileLocked(path string, size int64) error {
 		}
 		j.syncFile, j.syncPath = f, path
 	}
-	if err := j.syncFile.Sync(); err != nil {
+	if err := vfs.SyncData(j.syncFile); err != nil {
 		return fmt.Errorf("fsync %s: %w", path, err)
 	}
 	if j.hook != nil {
@@ -448,16 +466,9 @@ func (j *Journal) syncTail() error {
 		return fmt.Errorf("fsync %s: %w", j.tailPath, err)
 	}
 	if j.hook != nil {
-		j.reportSynced(j.tailPath)
+		j.hook.Synced(j.tailPath, int64(j.tailSize))
 	}
 	return nil
-}
-
-// reportSynced tells the hook the size at which path was fsynced.
-func (j *Journal) reportSynced(path string) {
-	if info, err := j.fs.Stat(path); err == nil {
-		j.hook.Synced(path, info.Size())
-	}
 }
 
 // Replay calls fn for every entry with seq >= from, in seq order, up to the
@@ -650,8 +661,9 @@ func (j *Journal) Close() error {
 	if j.failed != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, j.failed)
 	}
+	j.cutFillLocked(j.tailPath, int64(j.tailSize))
 	if err == nil && j.hook != nil {
-		j.reportSynced(j.tailPath)
+		j.hook.Synced(j.tailPath, int64(j.tailSize))
 	}
 	if j.syncFile != nil {
 		j.syncFile.Close()

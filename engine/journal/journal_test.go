@@ -132,10 +132,28 @@ func checkSizes(t testing.TB, j *Journal) {
 		t.Errorf("Size = %d, files hold %d bytes", got, l.bytes)
 	}
 	j.mu.Lock()
-	tail := j.tailSize
+	tail, path, filled, fillEnd := j.tailSize, j.tailPath, j.filled == j.tailPath, j.fillEnd
 	j.mu.Unlock()
-	if want := l.segments[len(l.segments)-1].size; int64(tail) != want {
-		t.Errorf("mirrored tail size %d, tail file holds %d bytes", tail, want)
+	got := l.segments[len(l.segments)-1].size
+	if !filled {
+		if int64(tail) != got {
+			t.Errorf("mirrored tail size %d, tail file holds %d bytes", tail, got)
+		}
+		return
+	}
+	// Written ahead: entries, then zeros up to fillEnd.
+	if want := max(int64(tail), fillEnd); got != want {
+		t.Errorf("tail file written ahead holds %d bytes, want %d (entries %d, zeros to %d)", got, want, tail, fillEnd)
+	}
+	if fillEnd > int64(max(tail, j.opts.SegmentSize)) {
+		t.Errorf("zeros reach %d, past the segment size %d", fillEnd, j.opts.SegmentSize)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < tail || !allZero(data[tail:]) {
+		t.Errorf("tail file: the %d bytes after its %d bytes of entries are not all zeros", len(data)-min(tail, len(data)), tail)
 	}
 }
 

@@ -92,7 +92,12 @@ func TestReadFileDamaged(t *testing.T) {
 		{"good", segmentName(7), good, 3, -1, 0, false, false},
 		{"empty", segmentName(7), nil, 0, -1, 0, false, false},
 		{"cut", segmentName(7), good[:len(good)-3], 2, thirdOff, 9, true, true},
-		{"zero-tail", segmentName(7), append(bytes.Clone(good), make([]byte, 40)...), 3, int64(len(good)), 10, true, true},
+		// Zeros after an entry: those the tail is written ahead with.
+		{"zero-tail", segmentName(7), append(bytes.Clone(good), make([]byte, 40)...), 3, -1, 0, false, false},
+		{"zero-last-entry", segmentName(7), append(bytes.Clone(good[:thirdOff]), make([]byte, len(good)-int(thirdOff))...), 2, -1, 0, false, false},
+		{"zero-inside-entry", segmentName(7), append(bytes.Clone(good[:thirdOff+2]), make([]byte, len(good)-int(thirdOff)-2)...), 2, thirdOff, 9, true, true},
+		{"zeros-only", segmentName(7), make([]byte, 40), 0, 0, 7, true, true},
+		{"zero-tail-too-long", segmentName(7), append(bytes.Clone(good), make([]byte, maxAhead+1)...), 3, int64(len(good)), 10, true, true},
 		{"flipped-middle", segmentName(7), flip(good, secondOff+15), 1, secondOff, 8, false, true},
 		{"wrong-first-seq", segmentName(6), good, 0, 0, 6, false, true},
 		{"broken-copy-name", segmentName(7) + ".20250101T000000.000000000Z.broken", good[:len(good)-1], 2, thirdOff, 9, true, true},
@@ -228,8 +233,8 @@ func FuzzReadFile(f *testing.F) {
 			off += w + int(n)
 			seq++
 		}
-		if !failed && off != len(data) {
-			t.Fatalf("ReadFile stopped at %d of %d bytes without an error", off, len(data))
+		if !failed && off != len(data) && (off == 0 || len(data)-off > maxAhead || !allZero(data[off:])) {
+			t.Fatalf("ReadFile stopped at %d of %d bytes without an error, and not after an entry before zeros only", off, len(data))
 		}
 	})
 }

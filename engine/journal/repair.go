@@ -123,7 +123,7 @@ func repairTail(fsys vfs.FS, dir, brokenDir string, l dirListing, logger *slog.L
 	for cerr == nil {
 		var ok bool
 		if _, ok, cerr = d.next(); !ok && cerr == nil {
-			return nil, nil
+			return nil, cutZeros(fsys, path, int64(d.off), int64(len(data)), logger)
 		}
 	}
 	cerr.File = path
@@ -160,6 +160,22 @@ func repairTail(fsys vfs.FS, dir, brokenDir string, l dirListing, logger *slog.L
 		"file", info.File, "offset", info.Offset, "cut_bytes", info.CutBytes, "kept_bytes", len(kept),
 		"seq", info.Seq, "reason", info.Reason, "copy", info.Copy)
 	return info, nil
+}
+
+// cutZeros cuts the zeros after the last entry of the tail file at path
+// (size bytes long, its entries ending at end), if there are any: zeros the
+// journal wrote the file ahead with (see Preallocation in the package
+// documentation), left by a crash. They hold no entry, so nothing is kept of
+// them and no repair is reported.
+func cutZeros(fsys vfs.FS, path string, end, size int64, logger *slog.Logger) error {
+	if end >= size {
+		return nil
+	}
+	if err := truncateSync(fsys, path, end); err != nil {
+		return err
+	}
+	logger.Debug("journal: cut the zeros after the last entry of the tail", "file", path, "offset", end, "cut_bytes", size-end)
+	return nil
 }
 
 // keepBrokenCopy writes data, bytes cut from a damaged segment file, to a

@@ -100,6 +100,36 @@ func checkRepaired(t *testing.T, l layout, file string, damagedData []byte, cut 
 	checkSizes(t, j)
 }
 
+// checkZerosCut opens the damaged layout l, whose last file holds entries
+// up to seq last ending at offset end and zeros after them, and checks that
+// Open cut the zeros without reporting a repair, warning or keeping a copy,
+// and that the journal goes on from last.
+func checkZerosCut(t *testing.T, l layout, file string, end int64, last uint64) {
+	t.Helper()
+	logger, counter := newCountingLogger()
+	j := l.open(t, Options{SegmentSize: 1024, Logger: logger})
+	defer j.Close()
+	if r := j.Repair(); r != nil {
+		t.Fatalf("Repair = %+v, want none for zeros after the last entry", r)
+	}
+	if counter.warns != 0 {
+		t.Errorf("%d warnings logged, want none", counter.warns)
+	}
+	if des, err := os.ReadDir(l.broken); err == nil && len(des) > 0 {
+		t.Errorf("the broken folder holds %d files, want none", len(des))
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() != end {
+		t.Errorf("file after Open: %v, size %d, want %d", err, fi.Size(), end)
+	}
+	checkReplay(t, j, min(1, last), last)
+	if j.NextSeq() != last+1 {
+		t.Fatalf("NextSeq = %d, want %d", j.NextSeq(), last+1)
+	}
+	appendSeqs(t, j, last+1, last+3)
+	checkReplay(t, j, 1, last+3)
+	checkSizes(t, j)
+}
+
 // TestTornTail cuts the last file at every offset inside its last entry.
 func TestTornTail(t *testing.T) {
 	l, last, file, offsets := pristine(t, 1024, 60)
@@ -173,21 +203,47 @@ func TestTornFirstEntryOfSegment(t *testing.T) {
 	checkRepaired(t, nl, path, data, 0, last-1)
 }
 
+// TestZeroFilledTail: zeros after the last entry of the last file (those
+// the journal writes it ahead with, left by a crash) are cut off without a
+// repair reported or a copy kept; zeros from inside an entry are a torn
+// tail.
 func TestZeroFilledTail(t *testing.T) {
 	l, last, file, offsets := pristine(t, 1024, 60)
 	for _, n := range []int{1, 2, 12, 13, 14, 100, 4096, 10000} {
 		t.Run(fmt.Sprintf("append%d", n), func(t *testing.T) {
 			var size int64
-			nl, path, data := damaged(t, l, file, func(b []byte) []byte {
+			nl, path, _ := damaged(t, l, file, func(b []byte) []byte {
 				size = int64(len(b))
 				return append(b, make([]byte, n)...)
 			})
-			checkRepaired(t, nl, path, data, size, last)
+			checkZerosCut(t, nl, path, size, last)
 		})
 	}
-	// The file's size reached the disk, its last entry's data did not.
+	// More zeros than the journal ever writes ahead: a torn write.
+	t.Run("append-more-than-ahead", func(t *testing.T) {
+		var size int64
+		nl, path, _ := damaged(t, l, file, func(b []byte) []byte {
+			size = int64(len(b))
+			return append(b, make([]byte, maxAhead+1)...)
+		})
+		j := nl.open(t, Options{SegmentSize: 1024})
+		defer j.Close()
+		if r := j.Repair(); r == nil || r.File != path || r.Offset != size || r.CutBytes != maxAhead+1 {
+			t.Fatalf("Repair = %+v, want %s cut at %d, %d bytes", r, path, size, maxAhead+1)
+		}
+		checkReplay(t, j, 1, last)
+	})
+	// The file's size reached the disk, its last entry's data did not: from
+	// the entry's start, that is zeros after the entry before it.
 	start := offsets[len(offsets)-1]
-	for _, keep := range []int64{0, 1, 5, 20} {
+	t.Run("zeroed-after-0", func(t *testing.T) {
+		nl, path, _ := damaged(t, l, file, func(b []byte) []byte {
+			clear(b[start:])
+			return b
+		})
+		checkZerosCut(t, nl, path, start, last-1)
+	})
+	for _, keep := range []int64{1, 5, 20} {
 		t.Run(fmt.Sprintf("zeroed-after-%d", keep), func(t *testing.T) {
 			nl, path, data := damaged(t, l, file, func(b []byte) []byte {
 				clear(b[start+keep:])
