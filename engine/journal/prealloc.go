@@ -8,7 +8,7 @@ import (
 var zeroChunk = make([]byte, 64<<10)
 
 // The window of zeros zeroFillLocked keeps ahead of the tail's entries
-// starts at minFillStep bytes in each new tail file (or four times the
+// starts at minFillStep bytes in each new tail file (or eight times the
 // write that asks for it, if larger) and doubles with each extension up to
 // maxFillStep: a journal written to slowly holds few zeros (a store of a
 // few items stays a few KB on disk), a busy one extends its tail rarely
@@ -48,7 +48,7 @@ func (j *Journal) zeroFillLocked(wrote int) {
 		return // failed before, enough zeros ahead, or a write too large
 	}
 	from := max(j.fillEnd, tail)
-	to := min(from+min(max(2*j.fillStep, minFillStep, 4*int64(wrote)), maxFillStep), int64(j.opts.SegmentSize))
+	to := min(from+min(max(2*j.fillStep, minFillStep, 8*int64(wrote)), maxFillStep), int64(j.opts.SegmentSize))
 	if to <= from {
 		return
 	}
