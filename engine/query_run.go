@@ -80,7 +80,8 @@ type doc struct {
 	changed bool
 }
 
-// fetchMatch reads slot s's item as of now and evaluates the WHERE on it.
+// fetchMatch reads slot s's item as of now (the clock is read as the item
+// is found, if it has an expiry instant) and evaluates the WHERE on it.
 // An item that is gone, expired or changed so that it no longer matches
 // reports false: the query runs against what is live as each item is read.
 //
@@ -95,7 +96,7 @@ func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool, sc
 	if scratch == nil {
 		scratch = new([]byte)
 	}
-	d.expires, missed, err = c.fetchView(s.ID, s.n, c.db.clock.now(), &d.rec, func(rec *segment.Record, expires int64) {
+	d.expires, missed, err = c.fetchView(s.ID, s.n, nowWhenNeeded, &d.rec, func(rec *segment.Record, expires int64) {
 		if trusted && rec.Seq == s.Seq {
 			if out != nil && out.wants() {
 				d.item, d.rendered = out.render(rec, expires), true
@@ -268,7 +269,7 @@ func (c *Container) expiredSinceRead(rec *segment.Record) bool {
 	c.mu.RLock()
 	exp := c.history.ExpiresAt(rec.TS, rec.TTL)
 	c.mu.RUnlock()
-	if !policy.Expired(exp, c.db.clock.now()) {
+	if exp == policy.Never || !policy.Expired(exp, c.db.clock.now()) {
 		return false
 	}
 	c.db.observeExpiry(exp)
