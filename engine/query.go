@@ -238,7 +238,12 @@ const walkSlack = 4
 //
 // Only the items in scope sc are candidates (a partition's query).
 func (c *Container) collect(ctx context.Context, q *query.Bound, sc scope, now int64, mayStop bool) (candidates, error) {
-	c.advanceInSteps(now)
+	if c.nextDue.Load() <= now {
+		// Something may be due: mark it, under the write lock. (Most
+		// queries find nothing due and take no write lock; an item due
+		// and not yet marked is left out by the inline expiry check.)
+		c.advanceInSteps(now)
+	}
 	c.settleExpiries()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
