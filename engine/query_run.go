@@ -227,9 +227,9 @@ func sortKeyed(ds []keyedDoc, desc bool) {
 
 // runSorted reads every candidate, sorts the matching ones by the ORDER BY
 // value and offers them to w in that order (runWalk avoids the sort when
-// an index can); with walked, w comes from an
-// ordered walk that yielded results already, and what sorts at or before
-// the last of them, or was yielded, is passed over. An item that expired
+// an index can); with walked, w comes from an ordered walk that yielded
+// results already, and what sorts at or before the last of them, or was
+// yielded, is passed over. An item that expired
 // after it was read (the clock moved on, or the DefaultTTL changed, while
 // earlier results were consumed) is left out when its turn comes.
 func (c *Container) runSorted(ctx context.Context, q *query.Bound, cands candidates, w *window, walked bool, yield func(Item, error) bool) {

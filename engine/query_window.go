@@ -141,9 +141,8 @@ func (w *window) release() {
 // keeps what is left to skip and take, and passes over every result at or
 // before the last place taken and every item already taken.
 func (w *window) rest() *window {
-	r := &window{skip: w.skip, limit: w.limit, taken: w.taken, hasLast: w.hasLast, lastKey: w.lastKey, lastID: w.lastID,
-		desc: w.desc, seen: w.seen}
-	return r
+	return &window{skip: w.skip, limit: w.limit, taken: w.taken, hasLast: w.hasLast, lastKey: w.lastKey, lastID: w.lastID,
+		desc: w.desc, seen: w.seen} // w's bodies, etags and pending docs stay w's
 }
 
 // offerOrdered is offer for results of an ordered walk, given d's ORDER BY
