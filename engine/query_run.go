@@ -291,6 +291,7 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 	w.desc = desc
 	if cands.partial && w.seen == nil {
 		w.seen = &w.seenSet
+		w.seen.noting = true // until rest
 	}
 	pend := &w.pendDocs
 	pend.desc = desc

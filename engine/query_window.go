@@ -141,6 +141,9 @@ func (w *window) release() {
 // keeps what is left to skip and take, and passes over every result at or
 // before the last place taken and every item already taken.
 func (w *window) rest() *window {
+	if w.seen != nil {
+		w.seen.noting = false
+	}
 	return &window{skip: w.skip, limit: w.limit, taken: w.taken, hasLast: w.hasLast, lastKey: w.lastKey, lastID: w.lastID,
 		desc: w.desc, seen: w.seen} // w's bodies, etags and pending docs stay w's
 }
@@ -217,6 +220,11 @@ var errInternal = errors.New("internal error")
 type seenIDs struct {
 	few  []string
 	many map[string]bool
+	// noting: add only notes ids, without looking them up first. Only the
+	// walk that runs again (see rest) can meet an id taken before; within
+	// one walk each item is offered once, so the first one only notes
+	// what it takes.
+	noting bool
 }
 
 // seenFew is how many ids seenIDs keeps in its list.
@@ -225,19 +233,20 @@ const seenFew = 32
 // reset empties s, keeping its list's storage.
 func (s *seenIDs) reset() {
 	clear(s.few)
-	s.few, s.many = s.few[:0], nil
+	s.few, s.many, s.noting = s.few[:0], nil, false
 }
 
-// add puts id in the set and reports whether it was there already.
+// add puts id in the set and reports whether it was there already (never
+// while noting).
 func (s *seenIDs) add(id string) (had bool) {
 	if s.many != nil {
-		if s.many[id] {
+		if !s.noting && s.many[id] {
 			return true
 		}
 		s.many[id] = true
 		return false
 	}
-	if slices.Contains(s.few, id) {
+	if !s.noting && slices.Contains(s.few, id) {
 		return true
 	}
 	if len(s.few) < seenFew {
