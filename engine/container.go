@@ -299,7 +299,8 @@ func (c *Container) fetchHinted(id string, hint uint32, now int64, rec *segment.
 // and points rec.Body at the copy; a memtable's body stays valid. fn must
 // be quick, as it may run under a block cache shard's lock, and is not
 // called when fetchView fails. It also reports whether it read the
-// record's block from its file (not found in the block cache).
+// record's block from its file (not found in the block cache). now is the
+// instant the item must be live at, or nowWhenNeeded.
 func (c *Container) fetchView(id string, hint uint32, now int64, rec *segment.Record, fn func(rec *segment.Record, expires int64)) (expires int64, missed bool, err error) {
 	if err := c.db.usable(); err != nil {
 		return 0, false, err
@@ -309,14 +310,24 @@ func (c *Container) fetchView(id string, hint uint32, now int64, rec *segment.Re
 		c.mu.RUnlock()
 		return 0, false, c.notFound()
 	}
-	s, ok := c.idx.LookupHinted(id, hint, now)
+	lazy := now == nowWhenNeeded
+	s, ok := c.idx.LookupHinted(id, hint, now) // lazy: only an item marked expired fails
+	if ok {
+		expires = c.idx.ExpiresAt(&s)
+		if lazy && expires != policy.Never {
+			now = c.db.clock.now()
+			ok = !policy.Expired(expires, now)
+		}
+	}
 	if !ok {
+		if lazy && now == nowWhenNeeded {
+			now = c.db.clock.now()
+		}
 		expired := c.expiredAtLocked(id, now)
 		c.mu.RUnlock()
 		c.db.observeExpiry(expired)
 		return 0, false, &itemNotFound{id, c.id}
 	}
-	expires = c.idx.ExpiresAt(&s)
 	if r, ok := c.memRecordLocked(s.Loc); ok {
 		*rec = *r
 		c.mu.RUnlock()
@@ -361,6 +372,12 @@ func (c *Container) expiredAtLocked(id string, now int64) int64 {
 	}
 	return c.markedUpTo.Load() // marked expired under an earlier policy
 }
+
+// nowWhenNeeded, given to fetchView as now, has it read the clock only
+// for an item that has an expiry instant, just after finding the item: an
+// item that never expires is live whatever the time, and reading the clock
+// costs more than the rest of the lookup.
+const nowWhenNeeded = math.MinInt64
 
 // memRecordLocked finds a record in the active or frozen memtable; c.mu is
 // held.

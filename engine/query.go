@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/ebbdb/ebb/engine/query"
@@ -190,6 +191,29 @@ type candidates struct {
 	// partial: the walk stopped once it had the window's worth of slots;
 	// if some are gone when read, the query runs again without the stop.
 	partial bool
+	// buf, when not nil, holds slots and keys for walkBufs once the query
+	// is done with them (put).
+	buf *walkBuf
+}
+
+// walkBuf is the storage of a stopped walk's slots and keys, reused from
+// query to query (walkBufs): a TOP n query needs a few of each.
+type walkBuf struct {
+	slots []cand
+	keys  []string
+}
+
+var walkBufs = sync.Pool{New: func() any { return new(walkBuf) }}
+
+// put gives b back to walkBufs, holding nothing of its query; b may be nil.
+func (b *walkBuf) put() {
+	if b == nil || cap(b.slots) > 2*maxWalkPrealloc || cap(b.keys) > 2*maxWalkPrealloc {
+		return
+	}
+	clear(b.slots)
+	clear(b.keys)
+	b.slots, b.keys = b.slots[:0], b.keys[:0]
+	walkBufs.Put(b)
 }
 
 // cand is one candidate of a query: a slot live when collected, and its
@@ -214,7 +238,12 @@ const walkSlack = 4
 //
 // Only the items in scope sc are candidates (a partition's query).
 func (c *Container) collect(ctx context.Context, q *query.Bound, sc scope, now int64, mayStop bool) (candidates, error) {
-	c.advanceInSteps(now)
+	if c.nextDue.Load() <= now {
+		// Something may be due: mark it, under the write lock. (Most
+		// queries find nothing due and take no write lock; an item due
+		// and not yet marked is left out by the inline expiry check.)
+		c.advanceInSteps(now)
+	}
 	c.settleExpiries()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -284,7 +313,8 @@ func (c *Container) walkLocked(ctx context.Context, q *query.Bound, out candidat
 	if skip, limit := q.Window(); mayStop && limit >= 0 && (plan.Access == nil || plan.Exact) {
 		need = satAdd(satAdd(skip, limit), walkSlack)
 		if need <= maxWalkPrealloc {
-			out.slots, out.keys = make([]cand, 0, need), make([]string, 0, need)
+			out.buf = walkBufs.Get().(*walkBuf)
+			out.slots, out.keys = slices.Grow(out.buf.slots, int(need)), slices.Grow(out.buf.keys, int(need))
 		}
 	}
 	var err error
@@ -308,6 +338,9 @@ func (c *Container) walkLocked(ctx context.Context, q *query.Bound, out candidat
 	})
 	if err != nil {
 		return candidates{}, err
+	}
+	if out.buf != nil {
+		out.buf.slots, out.buf.keys = out.slots, out.keys
 	}
 	if out.rest, err = c.liveSlotsLocked(ctx, c.idx.SlotsWithoutTerm(bm, o.Path), now, nil); err != nil {
 		return candidates{}, err
@@ -334,6 +367,9 @@ const ctxCheckEvery = 4096
 // liveSlotsLocked appends the slots of bm live at now to dst, in id order
 // among themselves, or returns ctx's error once ctx ends; c.mu is held.
 func (c *Container) liveSlotsLocked(ctx context.Context, bm *roaring.Bitmap, now int64, dst []cand) ([]cand, error) {
+	if bm.IsEmpty() {
+		return dst, nil
+	}
 	start := len(dst)
 	it := bm.Iterator()
 	for i := 0; it.HasNext(); i++ {

@@ -28,6 +28,12 @@ func (p *pendingDocs) Pop() any {
 	return x
 }
 
+// reset empties p, keeping its storage.
+func (p *pendingDocs) reset() {
+	clear(p.docs)
+	p.docs = p.docs[:0]
+}
+
 func (p *pendingDocs) push(d keyedDoc) { heap.Push(p, d) }
 func (p *pendingDocs) pop() keyedDoc   { return heap.Pop(p).(keyedDoc) }
 

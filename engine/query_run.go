@@ -27,11 +27,13 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, sc scope, yiel
 		yield(Item{}, err)
 		return
 	}
+	defer cands.buf.put()
+	w := newWindow(q)
+	defer w.release()
 	switch {
 	case q.IsCount():
 		c.runCount(ctx, q, cands, yield)
 	case cands.walked:
-		w := newWindow(q)
 		if c.runWalk(ctx, q, cands, w, yield) {
 			// The stopped walk ran dry (items vanished or moved before
 			// they were read): walk again in full, past what was taken.
@@ -53,11 +55,11 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, sc scope, yiel
 		if cands.plan.Order.Desc {
 			slices.Reverse(cands.slots)
 		}
-		c.runScan(ctx, q, cands, yield)
+		c.runScan(ctx, q, cands, w, yield)
 	case cands.plan.Order != nil:
-		c.runOrdered(ctx, q, cands, yield)
+		c.runSorted(ctx, q, cands, w, false, yield)
 	default:
-		c.runScan(ctx, q, cands, yield)
+		c.runScan(ctx, q, cands, w, yield)
 	}
 }
 
@@ -80,7 +82,8 @@ type doc struct {
 	changed bool
 }
 
-// fetchMatch reads slot s's item as of now and evaluates the WHERE on it.
+// fetchMatch reads slot s's item as of now (the clock is read as the item
+// is found, if it has an expiry instant) and evaluates the WHERE on it.
 // An item that is gone, expired or changed so that it no longer matches
 // reports false: the query runs against what is live as each item is read.
 //
@@ -95,7 +98,7 @@ func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool, sc
 	if scratch == nil {
 		scratch = new([]byte)
 	}
-	d.expires, missed, err = c.fetchView(s.ID, s.n, c.db.clock.now(), &d.rec, func(rec *segment.Record, expires int64) {
+	d.expires, missed, err = c.fetchView(s.ID, s.n, nowWhenNeeded, &d.rec, func(rec *segment.Record, expires int64) {
 		if trusted && rec.Seq == s.Seq {
 			if out != nil && out.wants() {
 				d.item, d.rendered = out.render(rec, expires), true
@@ -133,9 +136,10 @@ func (cands *candidates) trusted(q *query.Bound) bool {
 // matches reads slots one by one and calls fn with each item that is live
 // and matches as it is read, until fn returns false. It returns the error
 // that ended the reading (the context's, or a failed read), or nil. With
-// keep, fn may keep the docs it is given; without, each is reused for the
-// next slot once fn returns. Raw docs are rendered into out's slab as they
-// are read (see fetchMatch); out may be nil when the docs are not raw.
+// keep, fn may keep the docs it is given; without, one doc (out's, when
+// out is given) is reused for the next slot once fn returns. Raw docs are
+// rendered into out's slab as they are read (see fetchMatch); out may be
+// nil when the docs are not raw.
 func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, trusted, keep bool, out *window, fn func(i int, d *doc) bool) error {
 	var (
 		d       *doc
@@ -150,14 +154,17 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, t
 			return err
 		}
 		pf.at(i)
-		if d == nil || keep {
+		switch {
+		case keep:
 			if len(slab) == 0 {
-				slab = make([]doc, 1)
-				if keep {
-					slab = make([]doc, min(len(slots)-i, docSlab))
-				}
+				slab = make([]doc, min(len(slots)-i, docSlab))
 			}
 			d, slab = &slab[0], slab[1:]
+		case d != nil:
+		case out != nil:
+			d = &out.one
+		default:
+			d = new(doc)
 		}
 		*d = doc{}
 		ok, missed, err := c.fetchMatch(q, &slots[i], d, trusted, &scratch, out)
@@ -178,9 +185,9 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, t
 // docSlab is how many docs a query that keeps them allocates at once.
 const docSlab = 32
 
-// runScan yields the matching items in id order, reading them one by one.
-func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
-	w := newWindow(q)
+// runScan yields the matching items in id order through w, reading them
+// one by one.
+func (c *Container) runScan(ctx context.Context, q *query.Bound, cands candidates, w *window, yield func(Item, error) bool) {
 	if err := c.matches(ctx, q, cands.slots, cands.trusted(q), false, w, func(_ int, d *doc) bool { return w.offer(q, d, yield) }); err != nil {
 		yield(Item{}, err)
 	}
@@ -218,16 +225,11 @@ func sortKeyed(ds []keyedDoc, desc bool) {
 	})
 }
 
-// runOrdered yields matching items by the ORDER BY value: it reads every
-// candidate and sorts them. (runWalk avoids that when an index can.)
-func (c *Container) runOrdered(ctx context.Context, q *query.Bound, cands candidates, yield func(Item, error) bool) {
-	c.runSorted(ctx, q, cands, newWindow(q), false, yield)
-}
-
 // runSorted reads every candidate, sorts the matching ones by the ORDER BY
-// value and offers them to w in that order; with walked, w comes from an
-// ordered walk that yielded results already, and what sorts at or before
-// the last of them, or was yielded, is passed over. An item that expired
+// value and offers them to w in that order (runWalk avoids the sort when
+// an index can); with walked, w comes from an ordered walk that yielded
+// results already, and what sorts at or before the last of them, or was
+// yielded, is passed over. An item that expired
 // after it was read (the clock moved on, or the DefaultTTL changed, while
 // earlier results were consumed) is left out when its turn comes.
 func (c *Container) runSorted(ctx context.Context, q *query.Bound, cands candidates, w *window, walked bool, yield func(Item, error) bool) {
@@ -268,7 +270,7 @@ func (c *Container) expiredSinceRead(rec *segment.Record) bool {
 	c.mu.RLock()
 	exp := c.history.ExpiresAt(rec.TS, rec.TTL)
 	c.mu.RUnlock()
-	if !policy.Expired(exp, c.db.clock.now()) {
+	if exp == policy.Never || !policy.Expired(exp, c.db.clock.now()) {
 		return false
 	}
 	c.db.observeExpiry(exp)
@@ -288,9 +290,11 @@ func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidate
 	_, desc, _ := q.OrderBy()
 	w.desc = desc
 	if cands.partial && w.seen == nil {
-		w.seen = &seenIDs{}
+		w.seen = &w.seenSet
+		w.seen.noting = true // until rest
 	}
-	pend := &pendingDocs{desc: desc}
+	pend := &w.pendDocs
+	pend.desc = desc
 	err := c.matches(ctx, q, cands.rest, false, true, nil, func(_ int, d *doc) bool {
 		pend.push(keyedDoc{q.OrderKey(d.val), d})
 		return true

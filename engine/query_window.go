@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/query"
@@ -33,8 +34,19 @@ type window struct {
 	// slab is where the bodies of whole documents taken are rendered, many
 	// to one allocation (see render), and etags where their etags are.
 	slab  []byte
-	etags *strings.Builder
+	etags strings.Builder
+
+	// What seen and pend point to for the query's first walk, and the doc
+	// its rows are read into one by one (see matches), kept here so that
+	// they come with the window from windows rather than being allocated
+	// for each query.
+	seenSet  seenIDs
+	pendDocs pendingDocs
+	one      doc
 }
+
+// windows holds windows of queries done, for the next ones (newWindow).
+var windows = sync.Pool{New: func() any { return new(window) }}
 
 // bodySlab is the largest allocation a query renders its documents' bodies
 // into; a body over a quarter of it gets an allocation of its own. It is a
@@ -83,9 +95,15 @@ const etagBatch = 32
 // etags of many rows share, which spares an allocation per row.
 func (w *window) etag(seq uint64) string {
 	const n = len(`"0123456789abcdef"`)
-	if w.etags == nil || w.etags.Cap()-w.etags.Len() < n {
-		w.etags = new(strings.Builder)
-		w.etags.Grow(n * etagBatch)
+	if w.etags.Cap()-w.etags.Len() < n {
+		// A full builder's etags keep its storage: start another. A TOP
+		// or LIMIT window needs no more than its rows' worth.
+		batch := etagBatch
+		if w.limit >= 0 && w.limit < etagBatch {
+			batch = int(w.limit) + 1
+		}
+		w.etags = strings.Builder{}
+		w.etags.Grow(n * batch)
 	}
 	var buf [n]byte
 	start := w.etags.Len()
@@ -93,19 +111,41 @@ func (w *window) etag(seq uint64) string {
 	return w.etags.String()[start:]
 }
 
+// newWindow returns the window of q, from windows; release gives it back.
 func newWindow(q *query.Bound) *window {
-	skip, limit := q.Window()
-	return &window{skip: skip, limit: limit}
+	w := windows.Get().(*window)
+	w.skip, w.limit = q.Window()
+	return w
+}
+
+// maxPooledPending bounds the pending documents' storage a window keeps
+// for its next query.
+const maxPooledPending = 256
+
+// release gives w back to windows once its query is done. What w yielded
+// stays valid: the slab and the etags' storage are left to the items, and
+// w forgets them.
+func (w *window) release() {
+	w.seenSet.reset()
+	w.pendDocs.reset()
+	few, docs := w.seenSet.few, w.pendDocs.docs
+	if cap(docs) > maxPooledPending {
+		docs = nil
+	}
+	*w = window{}
+	w.seenSet.few, w.pendDocs.docs = few, docs
+	windows.Put(w)
 }
 
 // rest is the window for walking the same query again from the start: it
 // keeps what is left to skip and take, and passes over every result at or
 // before the last place taken and every item already taken.
 func (w *window) rest() *window {
-	r := *w
-	r.slab, r.etags = nil, nil // w's bodies stay w's
-	r.pend = nil
-	return &r
+	if w.seen != nil {
+		w.seen.noting = false
+	}
+	return &window{skip: w.skip, limit: w.limit, taken: w.taken, hasLast: w.hasLast, lastKey: w.lastKey, lastID: w.lastID,
+		desc: w.desc, seen: w.seen} // w's bodies, etags and pending docs stay w's
 }
 
 // offerOrdered is offer for results of an ordered walk, given d's ORDER BY
@@ -180,21 +220,33 @@ var errInternal = errors.New("internal error")
 type seenIDs struct {
 	few  []string
 	many map[string]bool
+	// noting: add only notes ids, without looking them up first. Only the
+	// walk that runs again (see rest) can meet an id taken before; within
+	// one walk each item is offered once, so the first one only notes
+	// what it takes.
+	noting bool
 }
 
 // seenFew is how many ids seenIDs keeps in its list.
 const seenFew = 32
 
-// add puts id in the set and reports whether it was there already.
+// reset empties s, keeping its list's storage.
+func (s *seenIDs) reset() {
+	clear(s.few)
+	s.few, s.many, s.noting = s.few[:0], nil, false
+}
+
+// add puts id in the set and reports whether it was there already (never
+// while noting).
 func (s *seenIDs) add(id string) (had bool) {
 	if s.many != nil {
-		if s.many[id] {
+		if !s.noting && s.many[id] {
 			return true
 		}
 		s.many[id] = true
 		return false
 	}
-	if slices.Contains(s.few, id) {
+	if !s.noting && slices.Contains(s.few, id) {
 		return true
 	}
 	if len(s.few) < seenFew {
