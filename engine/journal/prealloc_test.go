@@ -10,6 +10,21 @@ import (
 // segments, so that the entries cross many files.
 var preallocOpts = Options{SegmentSize: 4096, Preallocate: true}
 
+// openQuiet opens the journal of l with opts and checks that Open reported
+// no repair and logged no warning: zeros after the last entry are cut
+// silently.
+func openQuiet(t *testing.T, l layout, opts Options) *Journal {
+	t.Helper()
+	logger, counter := newCountingLogger()
+	opts.Logger = logger
+	j := l.open(t, opts)
+	if r := j.Repair(); r != nil || counter.warns != 0 {
+		j.Close()
+		t.Fatalf("Open: repair %+v, %d warnings; want none", r, counter.warns)
+	}
+	return j
+}
+
 // checkFilesEnd checks that every file of the journal in dir but the last
 // ends exactly where its entries do: a file stops being the tail with its
 // zeros cut off.
@@ -70,14 +85,8 @@ func TestPreallocate(t *testing.T) {
 		t.Errorf("after Close the tail holds %d bytes, its entries %d", fi.Size(), end)
 	}
 
-	logger, counter := newCountingLogger()
-	opts := preallocOpts
-	opts.Logger = logger
-	j = l.open(t, opts)
+	j = openQuiet(t, l, preallocOpts)
 	defer j.Close()
-	if r := j.Repair(); r != nil || counter.warns != 0 {
-		t.Fatalf("reopen after Close: repair %+v, %d warnings", r, counter.warns)
-	}
 	checkReplay(t, j, 1, 400)
 	appendSeqs(t, j, 401, 450)
 	checkReplay(t, j, 1, 450)
@@ -100,14 +109,8 @@ func TestPreallocateCrash(t *testing.T) {
 	if fi, _ := os.Stat(tail); fi.Size() < int64(preallocOpts.SegmentSize) {
 		t.Fatalf("the copied tail holds %d bytes: it was not written ahead", fi.Size())
 	}
-	logger, counter := newCountingLogger()
-	opts := preallocOpts
-	opts.Logger = logger
-	j = crashed.open(t, opts)
+	j = openQuiet(t, crashed, preallocOpts)
 	defer j.Close()
-	if r := j.Repair(); r != nil || counter.warns != 0 {
-		t.Fatalf("repair %+v, %d warnings; want the zeros cut silently", r, counter.warns)
-	}
 	checkReplay(t, j, 1, 200)
 	checkSizes(t, j)
 	appendSeqs(t, j, 201, 260)

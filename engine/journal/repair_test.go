@@ -91,6 +91,13 @@ func checkRepaired(t *testing.T, l layout, file string, damagedData []byte, cut 
 	if fi, err := os.Stat(file); err != nil || fi.Size() != cut {
 		t.Errorf("repaired file: %v, size %d, want %d", err, fi.Size(), cut)
 	}
+	checkGoesOn(t, j, last)
+}
+
+// checkGoesOn checks that the journal j, reopened after a repair or a cut,
+// holds the entries up to seq last and takes the next ones.
+func checkGoesOn(t *testing.T, j *Journal, last uint64) {
+	t.Helper()
 	checkReplay(t, j, min(1, last), last)
 	if j.NextSeq() != last+1 {
 		t.Fatalf("NextSeq = %d, want %d", j.NextSeq(), last+1)
@@ -106,28 +113,15 @@ func checkRepaired(t *testing.T, l layout, file string, damagedData []byte, cut 
 // and that the journal goes on from last.
 func checkZerosCut(t *testing.T, l layout, file string, end int64, last uint64) {
 	t.Helper()
-	logger, counter := newCountingLogger()
-	j := l.open(t, Options{SegmentSize: 1024, Logger: logger})
+	j := openQuiet(t, l, Options{SegmentSize: 1024})
 	defer j.Close()
-	if r := j.Repair(); r != nil {
-		t.Fatalf("Repair = %+v, want none for zeros after the last entry", r)
-	}
-	if counter.warns != 0 {
-		t.Errorf("%d warnings logged, want none", counter.warns)
-	}
 	if des, err := os.ReadDir(l.broken); err == nil && len(des) > 0 {
 		t.Errorf("the broken folder holds %d files, want none", len(des))
 	}
 	if fi, err := os.Stat(file); err != nil || fi.Size() != end {
 		t.Errorf("file after Open: %v, size %d, want %d", err, fi.Size(), end)
 	}
-	checkReplay(t, j, min(1, last), last)
-	if j.NextSeq() != last+1 {
-		t.Fatalf("NextSeq = %d, want %d", j.NextSeq(), last+1)
-	}
-	appendSeqs(t, j, last+1, last+3)
-	checkReplay(t, j, 1, last+3)
-	checkSizes(t, j)
+	checkGoesOn(t, j, last)
 }
 
 // TestTornTail cuts the last file at every offset inside its last entry.
