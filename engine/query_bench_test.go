@@ -32,6 +32,37 @@ func queryBenchDoc(i int) []byte {
 		i, i, i%1000, i%10, i%5000, i%7, i%13, 0)
 }
 
+// loadHalfExpired fills a container of a new database with the n
+// documents doc(0..n-1), every odd one given ttl 10, and moves the clock
+// past their expiry once the index has them all: the shape of bench/'s
+// query workload. The caller closes the database.
+func loadHalfExpired(b *testing.B, n int, doc func(j int) []byte) (*DB, *Container) {
+	b.Helper()
+	clk := newFakeClock(t0)
+	db := openTest(b, b.TempDir(), clk, func(o *Options) { o.NoSync = true; o.CompactionInterval = -1; o.MaxBatchOperations = 500 })
+	c := mustCreateContainer(b, db, ContainerProperties{ID: "q", DefaultTTL: TTL(-1)})
+	ctx := context.Background()
+	for i := 0; i < n; i += 500 {
+		batch := c.NewBatch()
+		for j := i; j < min(i+500, n); j++ {
+			d := doc(j)
+			if j%2 == 1 {
+				d = append(d[:len(d)-1], `,"ttl":10}`...)
+			}
+			batch.Upsert(d)
+		}
+		if _, err := c.ExecuteBatch(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitIndexed(b, c)
+	clk.Advance(11)
+	if got := c.Stats().Items; got != int64((n+1)/2) {
+		b.Fatalf("%d items live, want %d", got, (n+1)/2)
+	}
+	return db, c
+}
+
 func loadQueryData(b testing.TB, mode IndexingMode, n int) (*DB, *Container) {
 	b.Helper()
 	clk := newFakeClock(t0)
@@ -93,30 +124,9 @@ func BenchmarkQuery(b *testing.B) {
 // queries, so that every answer walks past as many expired entries as
 // live ones.
 func BenchmarkQueryHalfExpired(b *testing.B) {
-	n := benchQueryN()
-	clk := newFakeClock(t0)
-	db := openTest(b, b.TempDir(), clk, func(o *Options) { o.NoSync = true; o.CompactionInterval = -1; o.MaxBatchOperations = 500 })
+	db, c := loadHalfExpired(b, benchQueryN(), func(j int) []byte { return queryBenchDoc(j) })
 	defer db.Close()
-	c := mustCreateContainer(b, db, ContainerProperties{ID: "q", DefaultTTL: TTL(-1)})
 	ctx := context.Background()
-	for i := 0; i < n; i += 500 {
-		batch := c.NewBatch()
-		for j := i; j < min(i+500, n); j++ {
-			doc := queryBenchDoc(j)
-			if j%2 == 1 {
-				doc = append(doc[:len(doc)-1], `,"ttl":10}`...)
-			}
-			batch.Upsert(doc)
-		}
-		if _, err := c.ExecuteBatch(ctx, batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	waitIndexed(b, c)
-	clk.Advance(11)
-	if got := c.Stats().Items; got != int64((n+1)/2) {
-		b.Fatalf("%d items live, want %d", got, (n+1)/2)
-	}
 	for _, q := range []struct{ name, sql string }{
 		{"eq-0.1%", `SELECT * FROM c WHERE c.k1000 = 8`},
 		{"range-1%", `SELECT * FROM c WHERE c.u >= 1000 AND c.u < 2000`},

@@ -17,29 +17,13 @@ import (
 //	go test ./engine -run '^$' -bench QueryCost -benchtime 2s
 func BenchmarkQueryCost(b *testing.B) {
 	n := benchQueryN()
-	clk := newFakeClock(t0)
-	db := openTest(b, b.TempDir(), clk, func(o *Options) { o.NoSync = true; o.CompactionInterval = -1; o.MaxBatchOperations = 500 })
-	defer db.Close()
-	c := mustCreateContainer(b, db, ContainerProperties{ID: "q", DefaultTTL: TTL(-1)})
-	ctx := context.Background()
 	pad := strings.Repeat("x", 600)
 	users := max(n/100, 1)
-	for i := 0; i < n; i += 500 {
-		batch := c.NewBatch()
-		for j := i; j < min(i+500, n); j++ {
-			ttl := ""
-			if j%2 == 1 {
-				ttl = `,"ttl":10`
-			}
-			batch.Upsert(fmt.Appendf(nil, `{"id":"q-%08d","user":"user-%05d","n":%d,"cat":"cat-%d","body":"%s"%s}`,
-				j, j%users, j*7919%n, j%10, pad, ttl))
-		}
-		if _, err := c.ExecuteBatch(ctx, batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	waitIndexed(b, c)
-	clk.Advance(11)
+	db, c := loadHalfExpired(b, n, func(j int) []byte {
+		return fmt.Appendf(nil, `{"id":"q-%08d","user":"user-%05d","n":%d,"cat":"cat-%d","body":"%s"}`, j, j%users, j*7919%n, j%10, pad)
+	})
+	defer db.Close()
+	ctx := context.Background()
 	for _, q := range []struct {
 		name, sql string
 		params    []Param
