@@ -320,7 +320,7 @@ func (c *Container) fetchView(id string, hint uint32, now int64, rec *segment.Re
 		}
 	}
 	if !ok {
-		if lazy && now == nowWhenNeeded {
+		if now == nowWhenNeeded {
 			now = c.db.clock.now()
 		}
 		expired := c.expiredAtLocked(id, now)

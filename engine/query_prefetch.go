@@ -46,7 +46,6 @@ func (c *Container) startPrefetch(slots []cand, i int) *prefetcher {
 		return nil
 	}
 	p := &prefetcher{c: c, slots: slots[i+1:], base: i + 1, moved: make(chan struct{}, 1)}
-	p.next.Store(0)
 	p.wg.Go(p.run)
 	return p
 }

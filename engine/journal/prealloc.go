@@ -29,12 +29,12 @@ const maxAhead = maxFillStep + maxFillStep/2
 // zeroFillLocked keeps zeros written ahead of the tail's entries, with
 // Options.Preallocate (see Preallocation in the package documentation),
 // after a write of wrote bytes: when fewer than half a window of them are
-// left, it appends a window more,
-// up to Options.SegmentSize. The zeros go through Options.FS with O_APPEND,
-// after what is in the file: j.mu is held, so tidwall writes nothing
-// meanwhile, and its own descriptor stays where its entries end, so its
-// appends overwrite the zeros. A failure is only logged, and the file not
-// written ahead again: the appends then grow it as they would without.
+// left, it appends a window more, up to Options.SegmentSize. The zeros go
+// through Options.FS with O_APPEND, after what is in the file: j.mu is
+// held, so tidwall writes nothing meanwhile, and its own descriptor stays
+// where its entries end, so its appends overwrite the zeros. A failure is
+// only logged, and the file not written ahead again: the appends then grow
+// it as they would without.
 func (j *Journal) zeroFillLocked(wrote int) {
 	if !j.opts.Preallocate {
 		return
