@@ -126,6 +126,12 @@ func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool, sc
 	return q.Match(v), missed, nil
 }
 
+// desc reports whether the candidates' ORDER BY is descending (as
+// query.Bound.OrderBy says, without the path it allocates).
+func (cands *candidates) desc() bool {
+	return cands.plan.Order != nil && cands.plan.Order.Desc
+}
+
 // trusted reports whether the candidates need neither the WHERE re-checked
 // (none, or the index decided it) nor any value of theirs (SELECT *), so
 // that an item still at its collected version goes out undecoded.
@@ -242,8 +248,7 @@ func (c *Container) runSorted(ctx context.Context, q *query.Bound, cands candida
 		yield(Item{}, err)
 		return
 	}
-	_, desc, _ := q.OrderBy()
-	sortKeyed(all, desc)
+	sortKeyed(all, cands.desc())
 	for i := range all {
 		if err := ctx.Err(); err != nil {
 			yield(Item{}, err)
@@ -287,7 +292,7 @@ func (c *Container) expiredSinceRead(rec *segment.Record) bool {
 // yielded is the item as it is then. It reports whether a stopped walk ran
 // dry before the window was full: then the caller walks again in full.
 func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidates, w *window, yield func(Item, error) bool) (again bool) {
-	_, desc, _ := q.OrderBy()
+	desc := cands.desc()
 	w.desc = desc
 	if cands.partial && w.seen == nil {
 		w.seen = &w.seenSet

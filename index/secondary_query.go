@@ -140,12 +140,18 @@ func (x *Index) LiveBitmap() *roaring.Bitmap { return roaring.AndNot(x.used, x.e
 
 // SlotAt returns slot n if it is in use and its item is live at now, with
 // the same inline expiry check as Lookup.
+//
+// It is the check of every candidate of a query, so it asks the slot
+// itself first: a slot in use holds its item's id, a free one is zeroed
+// (release) and no item has the empty id, so the id tells use without a
+// lookup in the used bitmap; and an item whose expiry has come is out
+// without a lookup in the expired one, which only the rest need.
 func (x *Index) SlotAt(n uint32, now int64) (Slot, bool) {
-	if !x.used.Contains(n) || x.expired.Contains(n) {
+	if n >= x.nslots {
 		return Slot{}, false
 	}
 	s := x.slots.at(n)
-	if x.ExpiresAt(s) <= now {
+	if s.ID == "" || x.ExpiresAt(s) <= now || x.expired.Contains(n) {
 		return Slot{}, false
 	}
 	return *s, true
