@@ -141,17 +141,18 @@ func (x *Index) LiveBitmap() *roaring.Bitmap { return roaring.AndNot(x.used, x.e
 // SlotAt returns slot n if it is in use and its item is live at now, with
 // the same inline expiry check as Lookup.
 //
-// It is the check of every candidate of a query, so it asks the slot
-// itself first: a slot in use holds its item's id, a free one is zeroed
-// (release) and no item has the empty id, so the id tells use without a
-// lookup in the used bitmap; and an item whose expiry has come is out
-// without a lookup in the expired one, which only the rest need.
+// It is the check of every candidate of a query. A slot marked expired is
+// passed over without reading the slot (the expired bitmap is small and
+// often in the CPU's cache, the slots are scattered over memory), and the
+// slot read tells whether it is in use without a lookup in the used
+// bitmap: a slot in use holds its item's id, a free one is zeroed
+// (release) and no item has the empty id.
 func (x *Index) SlotAt(n uint32, now int64) (Slot, bool) {
-	if n >= x.nslots {
+	if n >= x.nslots || x.expired.Contains(n) {
 		return Slot{}, false
 	}
 	s := x.slots.at(n)
-	if s.ID == "" || x.ExpiresAt(s) <= now || x.expired.Contains(n) {
+	if s.ID == "" || x.ExpiresAt(s) <= now {
 		return Slot{}, false
 	}
 	return *s, true
