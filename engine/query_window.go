@@ -89,8 +89,10 @@ func (w *window) release() {
 	if cap(docs) > maxPooledPending {
 		docs = nil
 	}
+	head, headLen, headTS := w.head, w.headLen, w.headTS
 	*w = window{}
 	w.seenSet.few, w.pendDocs.docs = few, docs
+	w.head, w.headLen, w.headTS = head, headLen, headTS // the next query's rows may share their _ts
 	windows.Put(w)
 }
 
