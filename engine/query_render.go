@@ -17,7 +17,8 @@ import (
 
 // render is makeItem for a result of w: the body is carved from w's slab,
 // which spares an allocation per row (the slab lives while any of its
-// bodies does), and the etag from w's etags.
+// bodies does, and what this query leaves of it goes to the next one with
+// the window), and the etag from w's etags.
 func (w *window) render(rec *segment.Record, expires int64) Item {
 	n := docfmt.RenderedSize(rec.Body)
 	if n > bodySlab/4 {
@@ -98,19 +99,19 @@ func appendMembers(dst, stored []byte) []byte {
 const etagBatch = 32
 
 // etag is the etag whose 16 hex digits are hex, for a row of w: a slice of
-// a string that the etags of many rows share, which spares an allocation
-// per row.
+// a string that the etags of many rows, of this query and the next ones,
+// share, which spares an allocation per row. The builder only ever
+// appends, so no etag's bytes are written twice.
 func (w *window) etag(hex []byte) string {
 	const n = len(`"0123456789abcdef"`)
+	if w.etags == nil {
+		w.etags = new(strings.Builder)
+	}
 	if w.etags.Cap()-w.etags.Len() < n {
-		// A full builder's etags keep its storage: start another. A TOP
-		// or LIMIT window needs no more than its rows' worth.
-		batch := etagBatch
-		if w.limit >= 0 && w.limit < etagBatch {
-			batch = int(w.limit) + 1
-		}
-		w.etags = strings.Builder{}
-		w.etags.Grow(n * batch)
+		// A full builder's etags keep its storage: start another (what
+		// one query leaves of it serves the next, see release).
+		*w.etags = strings.Builder{}
+		w.etags.Grow(n * etagBatch)
 	}
 	var buf [n]byte
 	buf[0], buf[n-1] = '"', '"'

@@ -31,9 +31,11 @@ type window struct {
 	// left to skip (see wants).
 	pend *pendingDocs
 	// slab is where the bodies of whole documents taken are rendered, many
-	// to one allocation (see render), and etags where their etags are.
+	// to one allocation (see render), and etags where their etags are
+	// (nil until the first). What a query leaves of them unused goes to
+	// the next query with the window (release).
 	slab  []byte
-	etags strings.Builder
+	etags *strings.Builder
 	// head is the start of a rendered body up to its etag's digits for
 	// rows written at headTS (headLen bytes; none while 0), which the rows
 	// of one query often share.
@@ -79,10 +81,16 @@ func newWindow(q *query.Bound) *window {
 // for its next query.
 const maxPooledPending = 256
 
-// release gives w back to windows once its query is done. What w yielded
-// stays valid: the slab and the etags' storage are left to the items, and
-// w forgets them.
+// release gives w back to windows once its query is done (see reset).
 func (w *window) release() {
+	w.reset()
+	windows.Put(w)
+}
+
+// reset readies w for another query. What w yielded stays valid: the next
+// query renders its rows into what is left of the slab and of the etags'
+// storage after them, never over them.
+func (w *window) reset() {
 	w.seenSet.reset()
 	w.pendDocs.reset()
 	few, docs := w.seenSet.few, w.pendDocs.docs
@@ -90,10 +98,11 @@ func (w *window) release() {
 		docs = nil
 	}
 	head, headLen, headTS := w.head, w.headLen, w.headTS
+	slab, etags := w.slab[len(w.slab):], w.etags
 	*w = window{}
 	w.seenSet.few, w.pendDocs.docs = few, docs
 	w.head, w.headLen, w.headTS = head, headLen, headTS // the next query's rows may share their _ts
-	windows.Put(w)
+	w.slab, w.etags = slab, etags
 }
 
 // rest is the window for walking the same query again from the start: it
