@@ -15,7 +15,7 @@ func TestQueryAllocs(t *testing.T) {
 		t.Skip("allocation counts")
 	}
 	clk := newFakeClock(t0)
-	db := openTest(t, t.TempDir(), clk)
+	db := openTest(t, t.TempDir(), clk, func(o *Options) { o.CompactionInterval = -1 }) // nothing allocating in the background
 	c := mustCreateContainer(t, db, ContainerProperties{ID: "a"})
 	ctx := context.Background()
 	const n = 400
