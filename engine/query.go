@@ -342,8 +342,10 @@ func (c *Container) walkLocked(ctx context.Context, q *query.Bound, out candidat
 	if out.buf != nil {
 		out.buf.slots, out.buf.keys = out.slots, out.keys
 	}
-	if out.rest, err = c.liveSlotsLocked(ctx, c.idx.SlotsWithoutTerm(bm, o.Path), now, nil); err != nil {
-		return candidates{}, err
+	if !c.idx.EveryUsedSlotHasTerm(o.Path) {
+		if out.rest, err = c.liveSlotsLocked(ctx, c.idx.SlotsWithoutTerm(bm, o.Path), now, nil); err != nil {
+			return candidates{}, err
+		}
 	}
 	out.partial = need >= 0
 	return out, nil

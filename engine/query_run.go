@@ -69,7 +69,7 @@ type doc struct {
 	// rendered as it is read, any other decoded into val.
 	rec segment.Record
 	val query.Value
-	raw bool // not decoded: a SELECT * the index alone decided (val unset)
+	raw bool // not decoded: a SELECT * the index alone decided (val is not this item's)
 	// rendered: item is the raw doc's result, rendered as it was read (a
 	// raw doc is not rendered while its window is skipping rows).
 	rendered bool
@@ -126,6 +126,12 @@ func (c *Container) fetchMatch(q *query.Bound, s *cand, d *doc, trusted bool, sc
 	return q.Match(v), missed, nil
 }
 
+// desc reports whether the candidates' ORDER BY is descending (as
+// query.Bound.OrderBy says, without the path it allocates).
+func (cands *candidates) desc() bool {
+	return cands.plan.Order != nil && cands.plan.Order.Desc
+}
+
 // trusted reports whether the candidates need neither the WHERE re-checked
 // (none, or the index decided it) nor any value of theirs (SELECT *), so
 // that an item still at its collected version goes out undecoded.
@@ -166,7 +172,11 @@ func (c *Container) matches(ctx context.Context, q *query.Bound, slots []cand, t
 		default:
 			d = new(doc)
 		}
-		*d = doc{}
+		// Every row sets what it is read with (rec, expires, changed, raw,
+		// and val unless raw); only an item rendered as it was read says
+		// so, and item is read only then. Clearing the whole doc instead
+		// costs a TOP n more than the comparisons of its walk.
+		d.rendered = false
 		ok, missed, err := c.fetchMatch(q, &slots[i], d, trusted, &scratch, out)
 		if err != nil {
 			return err
@@ -242,8 +252,7 @@ func (c *Container) runSorted(ctx context.Context, q *query.Bound, cands candida
 		yield(Item{}, err)
 		return
 	}
-	_, desc, _ := q.OrderBy()
-	sortKeyed(all, desc)
+	sortKeyed(all, cands.desc())
 	for i := range all {
 		if err := ctx.Err(); err != nil {
 			yield(Item{}, err)
@@ -287,7 +296,7 @@ func (c *Container) expiredSinceRead(rec *segment.Record) bool {
 // yielded is the item as it is then. It reports whether a stopped walk ran
 // dry before the window was full: then the caller walks again in full.
 func (c *Container) runWalk(ctx context.Context, q *query.Bound, cands candidates, w *window, yield func(Item, error) bool) (again bool) {
-	_, desc, _ := q.OrderBy()
+	desc := cands.desc()
 	w.desc = desc
 	if cands.partial && w.seen == nil {
 		w.seen = &w.seenSet

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/query"
-	"github.com/ebbdb/ebb/segment"
 )
 
 // A query's window: what TOP or OFFSET/LIMIT lets out of the rows read,
@@ -32,9 +31,17 @@ type window struct {
 	// left to skip (see wants).
 	pend *pendingDocs
 	// slab is where the bodies of whole documents taken are rendered, many
-	// to one allocation (see render), and etags where their etags are.
+	// to one allocation (see render), and etags where their etags are
+	// (nil until the first). What a query leaves of them unused goes to
+	// the next query with the window (release).
 	slab  []byte
-	etags strings.Builder
+	etags *strings.Builder
+	// head is the start of a rendered body up to its etag's digits for
+	// rows written at headTS (headLen bytes; none while 0), which the rows
+	// of one query often share.
+	head    [maxHeadLen]byte
+	headLen int
+	headTS  int64
 
 	// What seen and pend point to for the query's first walk, and the doc
 	// its rows are read into one by one (see matches), kept here so that
@@ -63,54 +70,6 @@ func (w *window) wants() bool {
 	return w.limit != 0 && (w.skip == 0 || (w.pend != nil && w.pend.Len() > 0))
 }
 
-// render is makeItem for a result of w: the body is carved from w's slab
-// (appendItem), which spares an allocation per row (the slab lives while
-// any of its bodies does).
-func (w *window) render(rec *segment.Record, expires int64) Item {
-	n := docfmt.RenderedSize(rec.Body)
-	if n > bodySlab/4 {
-		return makeItem(rec, expires)
-	}
-	if cap(w.slab)-len(w.slab) < n {
-		// Slabs start at what the rows left to take need (at this row's
-		// size), or small for the queries without a limit, and double up
-		// to bodySlab.
-		size := max(4*n, 2*cap(w.slab))
-		if w.limit > 0 && w.limit <= bodySlab {
-			size = max(size, n*int(w.limit))
-		}
-		w.slab = make([]byte, 0, min(size, bodySlab))
-	}
-	start := len(w.slab)
-	w.slab = docfmt.RenderSeq(w.slab, rec.Body, rec.TS, rec.Seq)
-	id, pk := splitItemKey(rec.ID)
-	return Item{ID: id, PartitionKey: pk, TS: rec.TS, ETag: w.etag(rec.Seq), ExpiresAt: itemExpiry(expires),
-		Body: w.slab[start:len(w.slab):len(w.slab)]}
-}
-
-// etagBatch is how many rows' etags share one allocation.
-const etagBatch = 32
-
-// etag is docfmt.ETag(seq) for a row of w: a slice of a string that the
-// etags of many rows share, which spares an allocation per row.
-func (w *window) etag(seq uint64) string {
-	const n = len(`"0123456789abcdef"`)
-	if w.etags.Cap()-w.etags.Len() < n {
-		// A full builder's etags keep its storage: start another. A TOP
-		// or LIMIT window needs no more than its rows' worth.
-		batch := etagBatch
-		if w.limit >= 0 && w.limit < etagBatch {
-			batch = int(w.limit) + 1
-		}
-		w.etags = strings.Builder{}
-		w.etags.Grow(n * batch)
-	}
-	var buf [n]byte
-	start := w.etags.Len()
-	w.etags.Write(docfmt.AppendETag(buf[:0], seq))
-	return w.etags.String()[start:]
-}
-
 // newWindow returns the window of q, from windows; release gives it back.
 func newWindow(q *query.Bound) *window {
 	w := windows.Get().(*window)
@@ -122,19 +81,28 @@ func newWindow(q *query.Bound) *window {
 // for its next query.
 const maxPooledPending = 256
 
-// release gives w back to windows once its query is done. What w yielded
-// stays valid: the slab and the etags' storage are left to the items, and
-// w forgets them.
+// release gives w back to windows once its query is done (see reset).
 func (w *window) release() {
+	w.reset()
+	windows.Put(w)
+}
+
+// reset readies w for another query. What w yielded stays valid: the next
+// query renders its rows into what is left of the slab and of the etags'
+// storage after them, never over them.
+func (w *window) reset() {
 	w.seenSet.reset()
 	w.pendDocs.reset()
 	few, docs := w.seenSet.few, w.pendDocs.docs
 	if cap(docs) > maxPooledPending {
 		docs = nil
 	}
+	head, headLen, headTS := w.head, w.headLen, w.headTS
+	slab, etags := w.slab[len(w.slab):], w.etags
 	*w = window{}
 	w.seenSet.few, w.pendDocs.docs = few, docs
-	windows.Put(w)
+	w.head, w.headLen, w.headTS = head, headLen, headTS // the next query's rows may share their _ts
+	w.slab, w.etags = slab, etags
 }
 
 // rest is the window for walking the same query again from the start: it

@@ -140,12 +140,19 @@ func (x *Index) LiveBitmap() *roaring.Bitmap { return roaring.AndNot(x.used, x.e
 
 // SlotAt returns slot n if it is in use and its item is live at now, with
 // the same inline expiry check as Lookup.
+//
+// It is the check of every candidate of a query. A slot marked expired is
+// passed over without reading the slot (the expired bitmap is small and
+// often in the CPU's cache, the slots are scattered over memory), and the
+// slot read tells whether it is in use without a lookup in the used
+// bitmap: a slot in use holds its item's id, a free one is zeroed
+// (release) and no item has the empty id.
 func (x *Index) SlotAt(n uint32, now int64) (Slot, bool) {
-	if !x.used.Contains(n) || x.expired.Contains(n) {
+	if n >= x.nslots || x.expired.Contains(n) {
 		return Slot{}, false
 	}
 	s := x.slots.at(n)
-	if x.ExpiresAt(s) <= now {
+	if s.ID == "" || x.ExpiresAt(s) <= now {
 		return Slot{}, false
 	}
 	return *s, true

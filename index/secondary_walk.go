@@ -23,3 +23,12 @@ func (x *Index) SlotsWithoutTerm(bm *roaring.Bitmap, path string) *roaring.Bitma
 	}
 	return roaring.AndNot(bm, &p.slots)
 }
+
+// EveryUsedSlotHasTerm reports whether every slot in use holds a term at
+// path, so that SlotsWithoutTerm would return an empty bitmap: an ORDER BY
+// walk then has nothing to place itself and need not ask for it.
+func (x *Index) EveryUsedSlotHasTerm(path string) bool {
+	p := x.sec.path(path)
+	// A path's slots are slots in use: the same count means all of them.
+	return p != nil && p.slots.GetCardinality() == x.used.GetCardinality()
+}

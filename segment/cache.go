@@ -83,6 +83,15 @@ type cacheShard struct {
 	max      int64
 	closed   bool
 	used     *atomic.Int64 // the cache's
+	// last is the block view found last, under lastKey (none while
+	// !hasLast): consecutive reads of one block, a query's rows, find it
+	// without the LRU's map lookup and list move. It is always the front
+	// of the LRU, where that view moved it: a block added since clears it
+	// (insertLocked), and so does its eviction (see NewCache), so it never
+	// names a slot given to another block.
+	last    cached
+	lastKey cacheKey
+	hasLast bool
 }
 
 // cacheEntryOverhead approximates the memory of one entry beyond its block:
@@ -132,7 +141,10 @@ func NewCache(maxBytes int64, blockSize int) *Cache {
 		s.used = &c.used
 		s.slots = newSlotArena(s.max/int64(blockSize+cacheEntryOverhead), blockSize)
 		s.hasSlots = s.slots.mem != nil
-		s.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ cacheKey, b cached) {
+		s.lru, _ = simplelru.NewLRU(math.MaxInt, func(k cacheKey, b cached) {
+			if s.hasLast && s.lastKey == k {
+				s.hasLast = false
+			}
 			cost := s.cost(b)
 			s.size -= cost
 			s.used.Add(-cost)
@@ -172,9 +184,13 @@ func (c *Cache) view(k cacheKey, fn func(raw []byte) error) (bool, error) {
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b, ok := s.lru.Get(k)
-	if !ok {
-		return false, nil
+	b := s.last
+	if !s.hasLast || s.lastKey != k {
+		var ok bool
+		if b, ok = s.lru.Get(k); !ok {
+			return false, nil
+		}
+		s.last, s.lastKey, s.hasLast = b, k, true
 	}
 	return true, fn(s.bytes(b))
 }
@@ -331,6 +347,7 @@ func (s *cacheShard) makeRoomLocked(r *Reader, key cacheKey, b cached, evict boo
 // held.
 func (s *cacheShard) insertLocked(key cacheKey, b cached) {
 	cost := s.cost(b)
+	s.hasLast = false // the new block is the most recently used now
 	s.lru.Add(key, b)
 	s.size += cost
 	s.used.Add(cost)

@@ -291,3 +291,44 @@ func TestPrefetch(t *testing.T) {
 		t.Fatalf("Prefetch without a cache: %v", err)
 	}
 }
+
+// TestCacheLastBlock reads one block again and again between adds,
+// evictions and the reuse of its slot: each read gives the block's own
+// bytes or a miss once it is gone, and the block read last stays the most
+// recently used, as without the shortcut for it.
+func TestCacheLastBlock(t *testing.T) {
+	const block = 128
+	c := NewCache(2*(block+cacheEntryOverhead), block) // one shard, two slots
+	defer c.Close()
+	k := func(i uint32) cacheKey { return cacheKey{file: 1, block: i} }
+	val := func(i uint32) []byte { return bytes.Repeat([]byte{byte(i)}, block) }
+	want := func(i uint32, cached bool) {
+		t.Helper()
+		v, ok := c.get(k(i))
+		if ok != cached || (ok && !bytes.Equal(v, val(i))) {
+			t.Fatalf("block %d: cached %v (%v), want cached %v", i, ok, v, cached)
+		}
+	}
+	c.add(k(0), val(0))
+	c.add(k(1), val(1))
+	want(0, true)
+	want(0, true) // 1 is the least recently used
+	c.add(k(2), val(2))
+	want(1, false)
+	want(0, true)
+	want(0, true) // 2 is the least recently used
+	c.add(k(3), val(3))
+	want(2, false)
+	want(0, true)
+	c.EvictFile(1, 1) // block 0 goes, and its slot is free
+	want(0, false)
+	c.add(k(4), val(4)) // in block 0's slot
+	want(0, false)
+	want(4, true)
+	want(3, true)
+	want(3, true)
+	c.add(k(0), val(0)) // evicts 4, the least recently used
+	want(4, false)
+	want(0, true)
+	want(3, true)
+}

@@ -179,6 +179,9 @@ func (p *parser) query() *Query {
 			p.invalidf(pos, "ORDER BY needs a property path such as %s.name", q.alias)
 		}
 		q.order = &orderClause{path: path}
+		if path != nil {
+			q.order.termPath, q.order.hasTerm = termPathOf(path)
+		}
 		switch {
 		case p.isKeyword("ASC"):
 			p.advance()

@@ -70,7 +70,13 @@ type Order struct {
 // Paths with array indexes, NOT, !=, IS_DEFINED, other functions and
 // comparisons between paths are not indexable.
 func (b *Bound) Plan(indexed func(termPath string) bool) *Plan {
-	p := &Plan{Exact: true}
+	// One allocation holds the plan and its Order: a query without a WHERE
+	// (a TOP n) allocates nothing else here.
+	po := &struct {
+		p Plan
+		o Order
+	}{p: Plan{Exact: true}}
+	p := &po.p
 	if b.where != nil {
 		pl := planner{indexed: indexed}
 		p.Access, p.Exact = pl.plan(b.where)
@@ -79,10 +85,11 @@ func (b *Bound) Plan(indexed func(termPath string) bool) *Plan {
 		}
 	}
 	if b.order != nil {
-		o := &Order{Desc: b.order.desc}
-		if tp, ok := termPathOf(b.order.path); ok {
-			o.Path = tp
-			o.Indexed = indexed(tp)
+		o := &po.o
+		o.Desc = b.order.desc
+		if b.order.hasTerm {
+			o.Path = b.order.termPath
+			o.Indexed = indexed(o.Path)
 		}
 		p.Order = o
 	}

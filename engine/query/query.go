@@ -42,6 +42,10 @@ type selectItem struct {
 type orderClause struct {
 	path *pathExpr
 	desc bool
+	// termPath is path's term path, and hasTerm whether it has one (see
+	// termPathOf): worked out once at parse time for every Plan.
+	termPath string
+	hasTerm  bool
 }
 
 // numArg is the argument of TOP, OFFSET or LIMIT: a literal or a parameter.
