@@ -52,10 +52,17 @@ var (
 	ErrInvalidOptions = errors.New("ebb: invalid options")
 )
 
-// ErrFeedRetention: a ChangeFeed in AllVersionsAndDeletes mode was asked of
-// a container whose ChangeFeedRetention is 0, or from a continuation older
-// than the retention (its changes may be gone). Cosmos DB answers 400.
-var ErrFeedRetention = errors.New("ebb: change feed retention")
+// Errors of ChangeFeed's options. Cosmos DB answers 400 to both.
+var (
+	// ErrFeedRetention: a ChangeFeed in AllVersionsAndDeletes mode was
+	// asked of a container whose ChangeFeedRetention is 0, or from a
+	// continuation older than the retention (its changes may be gone).
+	ErrFeedRetention = errors.New("ebb: change feed retention")
+	// ErrInvalidFeedOptions: ChangeFeedOptions with an unknown Mode, or a
+	// Continuation that is malformed or another container's (the error
+	// says which).
+	ErrInvalidFeedOptions = errors.New("ebb: invalid change feed options")
+)
 
 // Errors about the database itself.
 var (

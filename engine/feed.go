@@ -134,7 +134,8 @@ type ChangeFeedOptions struct {
 // what each version replaced: treat every change as an upsert) and
 // PreviousLSN is 0. Followers see an item again each time it changes.
 //
-// A malformed continuation fails with an error naming what is wrong; a
+// A malformed continuation, or another container's, fails with an error
+// wrapping ErrInvalidFeedOptions that names what is wrong; a
 // deleted container's feed ends with ErrNotFound. Each read costs time
 // linear in what the container holds (all its stored versions, for
 // AllVersionsAndDeletes), and a follower reads again when something
@@ -142,14 +143,14 @@ type ChangeFeedOptions struct {
 func (c *Container) ChangeFeed(ctx context.Context, opts ChangeFeedOptions) iter.Seq2[Change, error] {
 	return func(yield func(Change, error) bool) {
 		if opts.Mode > AllVersionsAndDeletes {
-			yield(Change{}, fmt.Errorf("ebb: change feed of container %q: unknown mode %d", c.id, opts.Mode))
+			yield(Change{}, fmt.Errorf("ebb: change feed of container %q: %w: unknown mode %d", c.id, ErrInvalidFeedOptions, opts.Mode))
 			return
 		}
 		var after *feedlog.Key
 		if opts.Continuation != "" {
 			k, err := feedlog.ParseToken(opts.Continuation, c.num)
 			if err != nil {
-				yield(Change{}, fmt.Errorf("ebb: change feed of container %q: %w", c.id, err))
+				yield(Change{}, fmt.Errorf("ebb: change feed of container %q: %w: %w", c.id, ErrInvalidFeedOptions, err))
 				return
 			}
 			after = &k

@@ -246,12 +246,15 @@ func TestFeedRetentionErrors(t *testing.T) {
 	if err := feedErr(c, engine.AllVersionsAndDeletes, tok); !errors.Is(err, engine.ErrFeedRetention) {
 		t.Fatalf("continuation older than the retention: %v", err)
 	}
-	if err := feedErr(off, engine.LatestVersion, tok); err == nil || !strings.Contains(err.Error(), "another container") {
+	if err := feedErr(off, engine.LatestVersion, tok); !errors.Is(err, engine.ErrInvalidFeedOptions) || !strings.Contains(err.Error(), "another container") {
 		t.Fatalf("another container's token: %v", err)
+	}
+	if err := feedErr(c, engine.ChangeFeedMode(9), ""); !errors.Is(err, engine.ErrInvalidFeedOptions) || !strings.Contains(err.Error(), "unknown mode 9") {
+		t.Fatalf("unknown mode: %v", err)
 	}
 	for _, bad := range []string{"x", "ebbfeed1.1.2.3", "ebbfeed1.2.a.3.1.3.YQ", "ebbfeed1.2.1.3.7.3.YQ", "ebbfeed1.2.1.3.1.3.!!", "ebbfeed1.2.1.3.1.4.YQ"} {
 		err := feedErr(c, engine.AllVersionsAndDeletes, bad)
-		if err == nil || !strings.Contains(err.Error(), "malformed continuation token") {
+		if !errors.Is(err, engine.ErrInvalidFeedOptions) || !strings.Contains(err.Error(), "malformed continuation token") {
 			t.Errorf("token %q: %v", bad, err)
 		}
 	}

@@ -120,7 +120,7 @@ func fromEngine(err error) *apiError {
 	case errors.Is(err, query.ErrInvalidQuery), errors.Is(err, query.ErrSyntax):
 		return errorf(http.StatusBadRequest, "%s", clean(err))
 	case errors.Is(err, engine.ErrInvalidProperties), errors.Is(err, engine.ErrBatchTooLarge),
-		errors.Is(err, engine.ErrEmptyBatch), errors.Is(err, engine.ErrFeedRetention):
+		errors.Is(err, engine.ErrEmptyBatch), errors.Is(err, engine.ErrFeedRetention), errors.Is(err, engine.ErrInvalidFeedOptions):
 		return errorf(http.StatusBadRequest, "%s", clean(err))
 	case errors.Is(err, engine.ErrReadOnly), errors.Is(err, engine.ErrClosed):
 		return errorf(http.StatusServiceUnavailable, "%s", clean(err))
