@@ -127,7 +127,15 @@ func (p *Partition) Query(ctx context.Context, sql string, params ...Param) iter
 	if p.err != nil {
 		return failSeq(p.err)
 	}
-	return p.c.query(ctx, sql, params, p.scope())
+	return p.c.query(ctx, sql, params, p.scope(), nil)
+}
+
+// QueryInto is Container.QueryInto over the partition's items only.
+func (p *Partition) QueryInto(ctx context.Context, sql string, buf []byte, params ...Param) iter.Seq2[Item, error] {
+	if p.err != nil {
+		return failSeq(p.err)
+	}
+	return p.c.query(ctx, sql, params, p.scope(), &rowBuf{buf})
 }
 
 // Items is Container.Items over the partition's items only, in id order.

@@ -47,11 +47,32 @@ type Param struct {
 // policy change, queries scan every live item: the same results, more
 // slowly. Explain tells which.
 func (c *Container) Query(ctx context.Context, sql string, params ...Param) iter.Seq2[Item, error] {
-	return c.query(ctx, sql, params, scope{})
+	return c.query(ctx, sql, params, scope{}, nil)
 }
 
-// query is Query over the items in scope sc (the zero scope: every item).
-func (c *Container) query(ctx context.Context, sql string, params []Param, sc scope) iter.Seq2[Item, error] {
+// QueryInto is Query for callers that are done with each row's body before
+// they take the next (they decode it, or copy what they keep), as ReadInto
+// is Read for readers. The body of a whole-document row (SELECT *) that the
+// index decided, as most are, is rendered into buf's storage (from buf[:0],
+// grown when too small), the same storage for every such row, instead of
+// memory of its own: a long result then allocates nothing per row for its
+// bodies, which keeps the garbage collector, and the cost it puts on the
+// caller's own allocations, out of the loop. Other rows (projections,
+// counts, rows sorted in memory or checked against the WHERE as they are
+// read) get bodies of their own, as from Query. Either way a row's Body
+// may be used only until the loop asks for the next row; pass the last
+// Body back as buf to reuse its capacity. ID, ETag and the other fields
+// stay valid, and everything else is as for Query.
+func (c *Container) QueryInto(ctx context.Context, sql string, buf []byte, params ...Param) iter.Seq2[Item, error] {
+	return c.query(ctx, sql, params, scope{}, &rowBuf{buf})
+}
+
+// rowBuf is QueryInto's buffer, which the rows of one query share.
+type rowBuf struct{ b []byte }
+
+// query is Query over the items in scope sc (the zero scope: every item);
+// with into, QueryInto.
+func (c *Container) query(ctx context.Context, sql string, params []Param, sc scope, into *rowBuf) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		if err := c.db.usable(); err != nil {
 			yield(Item{}, err)
@@ -69,7 +90,7 @@ func (c *Container) query(ctx context.Context, sql string, params []Param, sc sc
 			yield(Item{}, err)
 			return
 		}
-		c.runQuery(ctx, q, sc, yield)
+		c.runQuery(ctx, q, sc, into, yield)
 	}
 }
 

@@ -20,6 +20,9 @@ import (
 // bodies does, and what this query leaves of it goes to the next one with
 // the window), and the etag from w's etags.
 func (w *window) render(rec *segment.Record, expires int64) Item {
+	if w.into != nil {
+		return w.renderInto(rec, expires)
+	}
 	n := docfmt.RenderedSize(rec.Body)
 	if n > bodySlab/4 {
 		return makeItem(rec, expires)
@@ -35,18 +38,35 @@ func (w *window) render(rec *segment.Record, expires int64) Item {
 		w.slab = make([]byte, 0, min(size, bodySlab))
 	}
 	start := len(w.slab)
+	var hex int
+	w.slab, hex = w.appendBody(w.slab, rec)
+	id, pk := splitItemKey(rec.ID)
+	return Item{ID: id, PartitionKey: pk, TS: rec.TS, ETag: w.etag(w.slab[hex : hex+16]), ExpiresAt: itemExpiry(expires),
+		Body: w.slab[start:len(w.slab):len(w.slab)]}
+}
+
+// renderInto is render for a QueryInto: the body goes to the start of the
+// caller's buffer, over the row before, which went out before this one was
+// read. The buffer keeps what it grew to for the next row.
+func (w *window) renderInto(rec *segment.Record, expires int64) Item {
+	b, hex := w.appendBody(w.into.b[:0], rec)
+	w.into.b = b
+	id, pk := splitItemKey(rec.ID)
+	return Item{ID: id, PartitionKey: pk, TS: rec.TS, ETag: w.etag(b[hex : hex+16]), ExpiresAt: itemExpiry(expires), Body: b}
+}
+
+// appendBody appends rec's rendered body to dst and says where in it the
+// etag's 16 hex digits are.
+func (w *window) appendBody(dst []byte, rec *segment.Record) (_ []byte, hex int) {
 	if w.headLen == 0 || w.headTS != rec.TS {
 		w.headTS = rec.TS
 		w.headLen = len(appendHead(w.head[:0], rec.TS))
 	}
-	w.slab = append(w.slab, w.head[:w.headLen]...)
-	hex := len(w.slab)
-	w.slab = appendHex16(w.slab, rec.Seq)
-	w.slab = append(w.slab, `\""`...)
-	w.slab = appendMembers(w.slab, rec.Body)
-	id, pk := splitItemKey(rec.ID)
-	return Item{ID: id, PartitionKey: pk, TS: rec.TS, ETag: w.etag(w.slab[hex : hex+16]), ExpiresAt: itemExpiry(expires),
-		Body: w.slab[start:len(w.slab):len(w.slab)]}
+	dst = append(dst, w.head[:w.headLen]...)
+	hex = len(dst)
+	dst = appendHex16(dst, rec.Seq)
+	dst = append(dst, `\""`...)
+	return appendMembers(dst, rec.Body), hex
 }
 
 // maxHeadLen bounds what appendHead writes.

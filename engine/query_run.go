@@ -17,7 +17,7 @@ import (
 // windowed and projected.
 
 // runQuery executes q and yields its results.
-func (c *Container) runQuery(ctx context.Context, q *query.Bound, sc scope, yield func(Item, error) bool) {
+func (c *Container) runQuery(ctx context.Context, q *query.Bound, sc scope, into *rowBuf, yield func(Item, error) bool) {
 	if err := c.db.usable(); err != nil {
 		yield(Item{}, err)
 		return
@@ -30,6 +30,7 @@ func (c *Container) runQuery(ctx context.Context, q *query.Bound, sc scope, yiel
 	defer cands.buf.put()
 	w := newWindow(q)
 	defer w.release()
+	w.into = into
 	switch {
 	case q.IsCount():
 		c.runCount(ctx, q, cands, yield)

@@ -36,6 +36,10 @@ type window struct {
 	// the next query with the window (release).
 	slab  []byte
 	etags *strings.Builder
+	// into, for a QueryInto, is where every whole document taken is
+	// rendered instead, over the one before: each is yielded before the
+	// next is read (see renderInto).
+	into *rowBuf
 	// head is the start of a rendered body up to its etag's digits for
 	// rows written at headTS (headLen bytes; none while 0), which the rows
 	// of one query often share.
@@ -113,7 +117,7 @@ func (w *window) rest() *window {
 		w.seen.noting = false
 	}
 	return &window{skip: w.skip, limit: w.limit, taken: w.taken, hasLast: w.hasLast, lastKey: w.lastKey, lastID: w.lastID,
-		desc: w.desc, seen: w.seen} // w's bodies, etags and pending docs stay w's
+		desc: w.desc, seen: w.seen, into: w.into} // w's bodies, etags and pending docs stay w's
 }
 
 // offerOrdered is offer for results of an ordered walk, given d's ORDER BY

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/ebbdb/ebb/engine"
 )
@@ -12,18 +13,22 @@ import (
 // ebb for queries: one container with DefaultTTL -1, consistent indexing
 // and an indexing policy that keeps only the queried properties
 // (IncludedPaths "/<prop>/?", ExcludedPaths "/*"), asked in Cosmos DB SQL
-// through Container.Query. Writes go as in the key-value adapter.
+// through Container.QueryInto: fn neither keeps nor modifies a document
+// (QueryStore's contract, which BuntDB's adapter relies on too), so the
+// rows are rendered into one reused buffer, as reads go through ReadInto.
+// Writes go as in the key-value adapter.
 
 func init() {
 	registerQuery(QuerySpec{
 		Name: "ebb",
-		How:  "Container.Query (Cosmos DB SQL) over consistent indexes of the queried paths only; expired items dropped from every candidate set and re-checked on read",
+		How:  "Container.QueryInto (Cosmos DB SQL, rows rendered into a reused buffer) over consistent indexes of the queried paths only; expired items dropped from every candidate set and re-checked on read",
 		Open: openEbbQuery,
 	})
 }
 
 type ebbQueryStore struct {
 	*ebbStore
+	bufs sync.Pool // *[]byte: QueryInto's buffers, one per query running
 }
 
 func openEbbQuery(dir string, o Options, props []string) (QueryStore, error) {
@@ -46,7 +51,7 @@ func openEbbQuery(dir string, o Options, props []string) (QueryStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("container %s: %w", ebbContainer, err)
 	}
-	return &ebbQueryStore{&ebbStore{db: db, c: c}}, nil
+	return &ebbQueryStore{ebbStore: &ebbStore{db: db, c: c}}, nil
 }
 
 // sql returns q as ebb's SQL and its parameters.
@@ -70,8 +75,13 @@ func (s *ebbQueryStore) Query(ctx context.Context, q Query, fn func(doc []byte) 
 	if text == "" {
 		return 0, fmt.Errorf("unknown query kind %d", q.Kind)
 	}
+	bp, _ := s.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer s.bufs.Put(bp)
 	n := 0
-	for it, err := range s.c.Query(ctx, text, params...) {
+	for it, err := range s.c.QueryInto(ctx, text, *bp, params...) {
 		if err != nil {
 			return n, fmt.Errorf("%s: %w", text, err)
 		}
@@ -81,6 +91,9 @@ func (s *ebbQueryStore) Query(ctx context.Context, q Query, fn func(doc []byte) 
 				return 0, fmt.Errorf("%s: count %q: %w", text, it.Body, err)
 			}
 			return count, nil
+		}
+		if cap(it.Body) > cap(*bp) {
+			*bp = it.Body // grown: the next query starts with it
 		}
 		if err := fn(it.Body); err != nil {
 			return n, err
