@@ -20,6 +20,8 @@ func (db *DB) warmCache() {
 	if db.opts.NoWarmup {
 		return
 	}
+	db.cache.SetWarming(true)
+	defer db.cache.SetWarming(false)
 	stop := func() bool {
 		select {
 		case <-db.quit:
