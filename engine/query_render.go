@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
@@ -60,59 +59,13 @@ func (w *window) renderInto(rec *segment.Record, expires int64) Item {
 func (w *window) appendBody(dst []byte, rec *segment.Record) (_ []byte, hex int) {
 	if w.headLen == 0 || w.headTS != rec.TS {
 		w.headTS = rec.TS
-		w.headLen = len(appendHead(w.head[:0], rec.TS))
+		w.headLen = len(docfmt.AppendHead(w.head[:0], rec.TS))
 	}
 	dst = append(dst, w.head[:w.headLen]...)
 	hex = len(dst)
-	dst = appendHex16(dst, rec.Seq)
+	dst = docfmt.AppendHex16(dst, rec.Seq)
 	dst = append(dst, `\""`...)
-	return appendMembers(dst, rec.Body), hex
-}
-
-// maxHeadLen bounds what appendHead writes.
-const maxHeadLen = len(`{"_ts":-9223372036854775808,"_etag":"\"`)
-
-// appendHead appends the start of a rendered body written at ts, up to the
-// etag's digits.
-func appendHead(dst []byte, ts int64) []byte {
-	dst = append(dst, `{"_ts":`...)
-	dst = strconv.AppendInt(dst, ts, 10)
-	return append(dst, `,"_etag":"\"`...)
-}
-
-// hexPairs holds the two hex digits of every byte value.
-const hexPairs = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" +
-	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f" +
-	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f" +
-	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f" +
-	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f" +
-	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf" +
-	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf" +
-	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
-
-// appendHex16 appends seq in 16 lowercase hex digits, as an etag spells it.
-func appendHex16(dst []byte, seq uint64) []byte {
-	var b [16]byte
-	for i := 14; i >= 0; i -= 2 {
-		p := 2 * (seq & 0xff)
-		b[i], b[i+1] = hexPairs[p], hexPairs[p+1]
-		seq >>= 8
-	}
-	return append(dst, b[:]...)
-}
-
-// appendMembers appends the rest of a rendered body: the stored object's
-// members after a comma, or, for an object without any, the closing brace.
-// Whitespace around the stored object's braces is passed over.
-func appendMembers(dst, stored []byte) []byte {
-	rest := stored[docfmt.SkipWS(stored, 0):]
-	if len(rest) > 0 && rest[0] == '{' {
-		rest = rest[docfmt.SkipWS(rest, 1):]
-	}
-	if len(rest) == 0 || rest[0] == '}' {
-		return append(dst, '}')
-	}
-	return append(append(dst, ','), rest...)
+	return docfmt.AppendMembers(dst, rec.Body), hex
 }
 
 // etagBatch is how many rows' etags share one allocation.

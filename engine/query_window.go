@@ -43,7 +43,7 @@ type window struct {
 	// head is the start of a rendered body up to its etag's digits for
 	// rows written at headTS (headLen bytes; none while 0), which the rows
 	// of one query often share.
-	head    [maxHeadLen]byte
+	head    [docfmt.MaxHeadLen]byte
 	headLen int
 	headTS  int64
 

@@ -17,8 +17,7 @@ func (x *Index) SlotsWithoutTerm(bm *roaring.Bitmap, path string) *roaring.Bitma
 	switch {
 	case p == nil:
 		return bm.Clone()
-	case p.slots.GetCardinality() == x.used.GetCardinality():
-		// A path's slots are slots in use: here they are all of them.
+	case x.EveryUsedSlotHasTerm(path):
 		return roaring.New()
 	}
 	return roaring.AndNot(bm, &p.slots)

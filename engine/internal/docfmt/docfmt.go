@@ -108,21 +108,33 @@ func Render(dst, stored []byte, ts int64, etag string) []byte {
 // query does for every row it returns. dst must have room for
 // RenderedSize(stored) more bytes, or it grows as append grows it.
 func RenderSeq(dst, stored []byte, ts int64, seq uint64) []byte {
-	dst = appendHead(dst, ts, seq)
+	dst = AppendHead(dst, ts)
+	dst = AppendHex16(dst, seq)
+	return AppendMembers(append(dst, `\""`...), stored)
+}
+
+// MaxHeadLen bounds what AppendHead appends.
+const MaxHeadLen = len(`{"_ts":-9223372036854775808,"_etag":"\"`)
+
+// AppendHead appends the start of a body rendered at ts, up to its etag's
+// 16 hex digits (AppendHex16), which the closing `\""` and the members
+// (AppendMembers) follow. A query's rows written in the same second share
+// it.
+func AppendHead(dst []byte, ts int64) []byte {
+	dst = append(dst, `{"_ts":`...)
+	dst = strconv.AppendInt(dst, ts, 10)
+	return append(dst, `,"_etag":"\"`...)
+}
+
+// AppendMembers appends the rest of a rendered body: the stored object's
+// members after a comma, or, for an object without any, the closing
+// brace. Whitespace around the stored object's braces is passed over.
+func AppendMembers(dst, stored []byte) []byte {
 	rest := members(stored)
 	if rest == nil {
 		return append(dst, '}')
 	}
 	return append(append(dst, ','), rest...)
-}
-
-// appendHead appends the start of a rendered body up to its etag.
-func appendHead(dst []byte, ts int64, seq uint64) []byte {
-	dst = append(dst, `{"_ts":`...)
-	dst = strconv.AppendInt(dst, ts, 10)
-	dst = append(dst, `,"_etag":"\"`...)
-	dst = appendHex16(dst, seq)
-	return append(dst, `\""`...)
 }
 
 // members returns the stored object's members and closing brace, from the
@@ -140,16 +152,27 @@ func members(stored []byte) []byte {
 
 // AppendETag appends ETag(seq) to dst.
 func AppendETag(dst []byte, seq uint64) []byte {
-	return append(appendHex16(append(dst, '"'), seq), '"')
+	return append(AppendHex16(append(dst, '"'), seq), '"')
 }
 
-// appendHex16 appends seq in 16 lowercase hex digits.
-func appendHex16(dst []byte, seq uint64) []byte {
-	const hexDigits = "0123456789abcdef"
+// hexPairs holds the two hex digits of every byte value.
+const hexPairs = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" +
+	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f" +
+	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f" +
+	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f" +
+	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f" +
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf" +
+	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf" +
+	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"
+
+// AppendHex16 appends seq in 16 lowercase hex digits, as an etag spells
+// it, a byte (two digits) at a time.
+func AppendHex16(dst []byte, seq uint64) []byte {
 	var b [16]byte
-	for i := 15; i >= 0; i-- {
-		b[i] = hexDigits[seq&15]
-		seq >>= 4
+	for i := 14; i >= 0; i -= 2 {
+		p := 2 * (seq & 0xff)
+		b[i], b[i+1] = hexPairs[p], hexPairs[p+1]
+		seq >>= 8
 	}
 	return append(dst, b[:]...)
 }
