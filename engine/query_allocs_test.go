@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -10,9 +11,14 @@ import (
 // index and of an equality query per row, items read from segment files
 // and the memtable alike: the fixed cost of a query is mostly its
 // allocations, and a row's body and etag share theirs with other rows'.
+//
+// It runs without -race in scripts/test.sh.
 func TestQueryAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation counts")
+	}
+	if raceEnabled {
+		t.Skip("allocation counts vary under the race detector; scripts/test.sh runs this test without it")
 	}
 	clk := newFakeClock(t0)
 	db := openTest(t, t.TempDir(), clk, func(o *Options) { o.CompactionInterval = -1 }) // nothing allocating in the background
@@ -30,18 +36,24 @@ func TestQueryAllocs(t *testing.T) {
 	waitIndexed(t, c)
 	count := func(sql string, want int, params ...Param) float64 {
 		t.Helper()
-		return testing.AllocsPerRun(50, func() {
-			rows := 0
-			for _, err := range c.Query(ctx, sql, params...) {
-				if err != nil {
-					t.Fatal(err)
+		// The least of three measures: a background goroutine's allocation
+		// during one can only add to it.
+		least := math.Inf(1)
+		for range 3 {
+			least = min(least, testing.AllocsPerRun(50, func() {
+				rows := 0
+				for _, err := range c.Query(ctx, sql, params...) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					rows++
 				}
-				rows++
-			}
-			if rows != want {
-				t.Fatalf("%s: %d rows, want %d", sql, rows, want)
-			}
-		})
+				if rows != want {
+					t.Fatalf("%s: %d rows, want %d", sql, rows, want)
+				}
+			}))
+		}
+		return least
 	}
 	if a := count(`SELECT TOP 10 * FROM c ORDER BY c.n DESC`, 10); a > maxTopAllocs {
 		t.Errorf("TOP 10: %.1f allocations a query, want at most %d", a, maxTopAllocs)
@@ -60,6 +72,6 @@ func TestQueryAllocs(t *testing.T) {
 // plan, window bits) and one slab of bodies and one of etags for a TOP 10;
 // a slab of bodies for every dozen rows or so and of etags for every 32.
 const (
-	maxTopAllocs = 8
+	maxTopAllocs = 6
 	maxRowAllocs = 0.5
 )

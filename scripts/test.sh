@@ -3,7 +3,8 @@
 # repository (the engine's, bench's, and cmd/ebb/sdktest's, which drives
 # `ebb serve` with the official Go SDK, runs that SDK's emulator suite on
 # port 8081 through scripts/sdk-emulator.sh, and runs the JavaScript SDK's
-# smoke script after `npm ci`, so it needs Node.js 20+ and npm), then a short
+# smoke script after `npm ci`, so it needs Node.js 20+ and npm), then the
+# engine's allocation-count tests without the race detector, then a short
 # run of every fuzz target over its committed corpus plus 30000 executions of
 # new inputs.
 set -euo pipefail
@@ -13,6 +14,10 @@ for mod in $(find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sor
   echo "== module $mod"
   (cd "$mod" && go vet ./... && go test -race -count=1 -timeout 20m ./...)
 done
+
+# Allocation counts, which the race detector's sync.Pool makes random.
+echo "== allocation counts, without the race detector"
+go test -count=1 -run 'Allocs' ./engine/...
 
 # Budgets are counts of executions, not durations: Go 1.26's fuzzing
 # coordinator can fail a target with a bare "context deadline exceeded" when
