@@ -130,26 +130,38 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 			// came before. It answers differently only about instants
 			// before now, and what expired by now is marked already.
 			c.history = pruneHistory(c.history.With(now, props.DefaultTTL), feedCutoff(now, props.ChangeFeedRetention))
+			// The expiry buckets follow the history at once, before the
+			// manifest write lets go of the lock: a seal meanwhile leaves
+			// out what the new history expires, and finds it filed, so
+			// that its marking and purge forget the slot with the record.
+			c.refileOnly()
 		}
 		c.feed.markTTLChange(ttlChanged, now, c.db.jnl.NextSeq(), feedCutoff(now, props.ChangeFeedRetention))
 		c.feed.setRetention(old.ChangeFeedRetention, props.ChangeFeedRetention, now)
 		c.props = props
 		c.mu.Unlock()
-		// The manifest is written before the new policy takes effect, so a
-		// failed write changes nothing that anyone can see.
+		if testHookPolicyUnwritten != nil {
+			testHookPolicyUnwritten(c)
+		}
+		// The manifest is written before the new policy's expiries are
+		// marked; a failed write puts the old policy back. (Reads in
+		// between already apply the new one.)
 		c.db.mu.RLock()
 		err := c.db.logEditLocked([]*Container{c}, nil)
 		c.db.mu.RUnlock()
 		if err != nil {
 			c.mu.Lock()
 			c.props, c.history, c.feed.marks, c.feed.since = old, oldHistory, oldMarks, oldSince
+			if ttlChanged {
+				c.refileOnly()
+			}
 			c.mu.Unlock()
 			return err
 		}
 		defer c.feed.notify()
 		c.mu.Lock()
 		if ttlChanged {
-			c.refileLocked(now)
+			c.advanceLocked(now) // what the new policy expires at once
 		}
 		if !sameIndexing(old, props) {
 			c.setIndexingLocked(props)
@@ -158,6 +170,11 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 		return nil
 	})
 }
+
+// testHookPolicyUnwritten, when set by a test, runs in SetProperties
+// between the new policy's taking effect in memory and the manifest write,
+// without any lock held.
+var testHookPolicyUnwritten func(c *Container)
 
 func sameTTL(a, b *int32) bool {
 	if a == nil || b == nil {
@@ -583,11 +600,10 @@ func (c *Container) purgeInSteps(gone map[uint32]bool) {
 	}
 }
 
-// refileLocked recomputes every unexpired item's expiry from the policy
-// history and marks those expired by now; c.mu is held for writing.
-func (c *Container) refileLocked(now int64) {
+// refileOnly refiles every unexpired item by its expiry under the policy
+// history, after a change of it, and marks none; c.mu is held for writing.
+func (c *Container) refileOnly() {
 	c.idx.Recompute()
-	c.noteMarked(c.idx.Advance(now), now)
 	c.nextDue.Store(c.idx.NextDue())
 }
 
