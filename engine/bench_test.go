@@ -300,6 +300,15 @@ func BenchmarkWriteNoIndex(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteNoIndexNoSync is BenchmarkWriteNoIndex with Options.NoSync:
+// the shape of bench/'s fill of single writers with --nosync, where the
+// write path's CPU is all there is to measure.
+func BenchmarkWriteNoIndexNoSync(b *testing.B) {
+	for _, w := range []int{1, 64} {
+		b.Run(fmt.Sprintf("writers=%d", w), func(b *testing.B) { benchUpsertIn(b, w, &Options{NoSync: true}, []string{"/*"}) })
+	}
+}
+
 func benchBatch(b *testing.B, size int, o *Options) { benchBatchIn(b, size, o, nil) }
 
 // benchBatchIn is benchBatch in a container with the given ExcludedPaths.
