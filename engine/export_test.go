@@ -98,3 +98,11 @@ func CachedBlocks(db *DB) int { return db.cache.Len() }
 
 // WaitWarmup waits until db's block cache warm-up has ended.
 func WaitWarmup(db *DB) { <-db.warmed }
+
+// CheckIndex runs the index's consistency check (index.Index.Check) on
+// the container, under its lock.
+func CheckIndex(c *Container) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.idx.Check()
+}

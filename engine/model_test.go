@@ -1104,6 +1104,9 @@ func (r *modelRun) checkStats(mc *refContainer, c *engine.Container, compacted b
 	case compacted && st.ExpiredPending != 0:
 		return classErr("stats: ExpiredPending after Compact", "%s: %+v, want ExpiredPending 0 right after Compact", c.ID(), st)
 	}
+	if err := engine.CheckIndex(c); err != nil {
+		return classErr("index: inconsistent", "%s: %v", c.ID(), err)
+	}
 	if r.note == "" {
 		r.note = fmt.Sprintf("-> %+v", st)
 	}
