@@ -508,6 +508,9 @@ func (r *clockFaultRun) checkAt(ctx context.Context, now int64, what string) {
 	if st := r.c.Stats(); st.Items != int64(len(ids)) {
 		t.Errorf("%s: Stats.Items = %d, want %d", what, st.Items, len(ids))
 	}
+	if err := engine.CheckIndex(r.c); err != nil {
+		t.Errorf("%s: %v", what, err)
+	}
 	if h := engine.HighestNow(r.db); h != now {
 		t.Errorf("%s: the engine's high mark is %d, want %d", what, h, now)
 	}

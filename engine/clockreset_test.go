@@ -102,6 +102,9 @@ func (r *resetRun) upsert(id string, ttl int32) {
 // now; a version found expired is remembered.
 func (r *resetRun) readAll(what string) {
 	r.t.Helper()
+	if err := engine.CheckIndex(r.c); err != nil {
+		r.fatalf("%s: %v", what, err)
+	}
 	for id, st := range r.items {
 		it, err := r.c.Read(context.Background(), id)
 		live := st.present && st.expire > r.h

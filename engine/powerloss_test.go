@@ -238,6 +238,9 @@ func (w *powerLossWorld) round(r int, noSync bool) {
 		t.Fatalf("round %d: %v", r, err)
 	}
 	w.check(r, c, ops, noSync)
+	if err := engine.CheckIndex(c); err != nil {
+		t.Fatalf("round %d (noSync=%v, tail %d): after the reopen: %v", r, noSync, tail, err)
+	}
 	got := c.Properties().DefaultTTL
 	if got == nil || !(*got == w.ttlOK[0] || containsTTL(ttlMaybe, *got)) {
 		t.Fatalf("round %d: DefaultTTL %v, want %d or one in flight %v", r, got, w.ttlOK[0], ttlMaybe)
