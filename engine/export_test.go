@@ -7,6 +7,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ebbdb/ebb/engine/internal/dbfile"
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
@@ -100,9 +101,26 @@ func CachedBlocks(db *DB) int { return db.cache.Len() }
 func WaitWarmup(db *DB) { <-db.warmed }
 
 // CheckIndex runs the index's consistency check (index.Index.Check) on
-// the container, under its lock.
+// the container, and checks that every item, live or marked expired, is
+// in a segment file the container has or in one of its memtables: a seal
+// or a compaction that takes records away forgets their expired items
+// before it lets go of db.sealMu, which the check holds.
 func CheckIndex(c *Container) error {
+	c.db.sealMu.Lock()
+	defer c.db.sealMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.idx.Check()
+	if err := c.idx.Check(); err != nil {
+		return err
+	}
+	var bad error
+	c.idx.Each(func(s *index.Slot, expired bool) bool {
+		f := s.Loc.File
+		if _, ok := c.files[f]; ok || f == index.MemFile|c.mem.gen || (c.frozen != nil && f == index.MemFile|c.frozen.gen) {
+			return true
+		}
+		bad = fmt.Errorf("item %q (marked expired: %v) is in file %#x, which the container no longer has", s.ID, expired, f)
+		return false
+	})
+	return bad
 }
