@@ -39,9 +39,7 @@ func (w *window) render(rec *segment.Record, expires int64) Item {
 	start := len(w.slab)
 	var hex int
 	w.slab, hex = w.appendBody(w.slab, rec)
-	id, pk := splitItemKey(rec.ID)
-	return Item{ID: id, PartitionKey: pk, TS: rec.TS, ETag: w.etag(w.slab[hex : hex+16]), ExpiresAt: itemExpiry(expires),
-		Body: w.slab[start:len(w.slab):len(w.slab)]}
+	return w.item(rec, expires, w.slab[start:len(w.slab):len(w.slab)], w.slab[hex:hex+16])
 }
 
 // renderInto is render for a QueryInto: the body goes to the start of the
@@ -50,8 +48,14 @@ func (w *window) render(rec *segment.Record, expires int64) Item {
 func (w *window) renderInto(rec *segment.Record, expires int64) Item {
 	b, hex := w.appendBody(w.into.b[:0], rec)
 	w.into.b = b
+	return w.item(rec, expires, b, b[hex:hex+16])
+}
+
+// item is the Item of rec whose rendered body is body, with the etag's 16
+// hex digits at digits.
+func (w *window) item(rec *segment.Record, expires int64, body, digits []byte) Item {
 	id, pk := splitItemKey(rec.ID)
-	return Item{ID: id, PartitionKey: pk, TS: rec.TS, ETag: w.etag(b[hex : hex+16]), ExpiresAt: itemExpiry(expires), Body: b}
+	return Item{ID: id, PartitionKey: pk, TS: rec.TS, ETag: w.etag(digits), ExpiresAt: itemExpiry(expires), Body: body}
 }
 
 // appendBody appends rec's rendered body to dst and says where in it the
