@@ -43,8 +43,14 @@ func pruneHistory(h policy.History, cutoff int64) policy.History {
 // (by id and seq) and, per segment file, how many of its records are
 // needed beyond the live ones the index counts, and their bytes.
 type feedKeep struct {
-	need    map[verKey]bool
+	need map[verKey]bool
+	// perFile counts, per file, the needed records that were not live
+	// then: the picker adds them to what the index counts live.
 	perFile map[uint32]fileKeep
+	// anyNeeded are the files holding a needed record, live then or not.
+	// A record live then may have died since (expired, superseded), and
+	// the index no longer counts it; it is still needed.
+	anyNeeded map[uint32]bool
 	// known are the segment files the snapshot read: a file sealed since
 	// holds records whose need is in need, but not in perFile.
 	known map[uint32]bool
@@ -68,10 +74,11 @@ func (k *feedKeep) needs(id string, seq uint64) bool {
 	return k != nil && (seq >= k.below || k.need[verKey{id, seq}])
 }
 
-// holds reports whether file n may hold a record the feed needs beyond the
-// live ones.
+// holds reports whether file n may hold a record the feed needs, live or
+// not: such a file must go through a rewrite (which keeps those records),
+// never be dropped unread.
 func (k *feedKeep) holds(n uint32) bool {
-	return k != nil && (!k.known[n] || k.perFile[n].records > 0)
+	return k != nil && (!k.known[n] || k.anyNeeded[n])
 }
 
 // feedKeepMaxAge is how long the background compactor reuses what
@@ -182,7 +189,8 @@ func (c *Container) feedNeeded(ctx context.Context) (*feedKeep, error) {
 			}
 		}
 	}
-	k := &feedKeep{need: make(map[verKey]bool), perFile: make(map[uint32]fileKeep), known: make(map[uint32]bool), below: f.fS}
+	k := &feedKeep{need: make(map[verKey]bool), perFile: make(map[uint32]fileKeep), anyNeeded: make(map[uint32]bool),
+		known: make(map[uint32]bool), below: f.fS}
 	for n := range src.files {
 		k.known[n] = true
 	}
@@ -192,12 +200,16 @@ func (c *Container) feedNeeded(ctx context.Context) (*feedKeep, error) {
 		}
 		v := &vs[i]
 		k.need[verKey{v.ID, v.Seq}] = true
+		at := src.locs[v.Ref]
+		if at.mem == nil {
+			k.anyNeeded[at.file] = true
+		}
 		last := i+1 == len(vs) || vs[i+1].ID != v.ID
 		if last && v.Op == segment.OpPut && src.History.ExpiresAt(v.TS, v.TTL) > now {
 			continue // live: counted by the index
 		}
 		k.bytes += int64(v.Size)
-		if at := src.locs[v.Ref]; at.mem == nil {
+		if at.mem == nil {
 			fk := k.perFile[at.file]
 			fk.records++
 			fk.bytes += int64(v.Size)
