@@ -61,6 +61,11 @@ func HoldSeals(db *DB) (release func()) {
 	return db.sealMu.Unlock
 }
 
+// CompactStep runs one round of the background compactor on c now, as
+// its loop does: with what the change feed needs as found up to
+// feedKeepMaxAge ago (of real time, however far the DB's clock moved).
+func CompactStep(ctx context.Context, c *Container) error { return c.compactStep(ctx, nil) }
+
 // SealNow seals every container's memtable now, as the sealer does.
 func SealNow(ctx context.Context, db *DB) error {
 	db.sealMu.Lock()

@@ -14,8 +14,8 @@ import (
 )
 
 // TestFeedModel runs random operations (creates, upserts, replaces,
-// deletes, batches, clock moves, DefaultTTL changes, compactions,
-// reopens) and after each checks the feed against the container's state:
+// deletes, batches, clock moves, DefaultTTL changes, seals, compactions,
+// rounds of the background compactor, reopens) and after each checks the feed against the container's state:
 //
 //   - the AllVersionsAndDeletes feed read now starts with the feed read
 //     before, change for change (nothing reported ever changes or goes);
@@ -86,7 +86,16 @@ func feedModelRun(t *testing.T, seed uint64, steps int) {
 		t.Helper()
 		t.Fatalf("seed %d after:\n  %s\n%s", seed, strings.Join(trace, "\n  "), fmt.Sprintf(format, args...))
 	}
-	id := func() string { return fmt.Sprintf("i%d", rnd.IntN(6)) }
+	// Six ids, written again and again, and now and then a new one, whose
+	// versions hide nothing, so that a file of them dies whole.
+	fresh := 0
+	id := func() string {
+		if rnd.IntN(4) == 0 {
+			fresh++
+			return fmt.Sprintf("u%d", fresh)
+		}
+		return fmt.Sprintf("i%d", rnd.IntN(6))
+	}
 	doc := func(k string) string {
 		switch rnd.IntN(4) {
 		case 0:
@@ -99,7 +108,7 @@ func feedModelRun(t *testing.T, seed uint64, steps int) {
 	var prev []engine.Change
 	for step := range steps {
 		var op string
-		switch k := rnd.IntN(24); {
+		switch k := rnd.IntN(28); {
 		case k < 8:
 			d := doc(id())
 			_, err := c.Upsert(ctx, []byte(d))
@@ -135,6 +144,13 @@ func feedModelRun(t *testing.T, seed uint64, steps int) {
 			op = fmt.Sprintf("defaultTtl %v: %v", defaultTTLString(p.DefaultTTL), c.SetProperties(ctx, p))
 		case k < 23:
 			op = fmt.Sprintf("compact: %v", c.Compact(ctx))
+		case k < 25:
+			// A file of the few writes since the last seal.
+			op = fmt.Sprintf("seal: %v", engine.SealNow(ctx, db))
+		case k < 27:
+			// What the feed needs is reused from an earlier round while
+			// the clock moves on: items live then may have died since.
+			op = fmt.Sprintf("background compaction: %v", engine.CompactStep(ctx, c))
 		default:
 			stopFollower()
 			if err := db.Close(); err != nil {
