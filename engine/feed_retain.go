@@ -86,7 +86,8 @@ func (k *feedKeep) holds(n uint32) bool {
 // An older answer is safe: it keeps more (the changes that have left the
 // retention since), never less (files sealed since count as needed whole,
 // versions written since as needed, and a newest live version, which a
-// later write may replace, is needed already).
+// later write may replace or its TTL expire, is needed already, its file
+// held by anyNeeded after the index stops counting it live).
 const feedKeepMaxAge = 5 * time.Second
 
 // feedNeededCached is feedNeeded, reusing an answer up to feedKeepMaxAge
