@@ -103,7 +103,7 @@ func Derive(s *Source, fT int64, fS uint64) (Derivation, error) {
 		v := &vs[i]
 		expiries[i] = Key{T: policy.Never, Class: ClassExpiry, V: v.Seq, ID: v.ID}
 		if v.Op == segment.OpPut {
-			expiries[i].T, expiries[i].S = expirySeq(s, v)
+			expiries[i].T, expiries[i].S, expiries[i].M = expirySeq(s, v)
 		}
 	}
 	for i := range vs {
@@ -143,29 +143,37 @@ func Derive(s *Source, fT int64, fS uint64) (Derivation, error) {
 	return d, assignLSNs(&d, vs, fS)
 }
 
-// expirySeq is the instant of v's expiry and the S of its key: the journal
-// position of the DefaultTTL change that expired v, if one did (the
-// instant is that change's), else 0. Several changes may share an instant:
-// the marks of an instant are in the order of its history entries (but
-// the first entry, the container's creation, which expires nothing at
-// once).
-func expirySeq(s *Source, v *Version) (int64, uint64) {
+// expirySeq is the instant of v's expiry and the S and M of its key: the
+// journal position of the DefaultTTL change that expired v, if one did (the
+// instant is that change's), and the change's rank among the changes of
+// that instant at that position; else 0 and 0. Several changes may share an
+// instant: the marks of an instant are in the order of its history entries
+// (but the first entry, the container's creation, which expires nothing at
+// once), and their positions never decrease.
+func expirySeq(s *Source, v *Version) (int64, uint64, uint32) {
 	h := s.History
 	e, i := h.ExpiryCause(v.TS, v.TTL)
 	if i <= 0 || e != h[i].At {
-		return e, 0
+		return e, 0, 0
 	}
 	first := sort.Search(len(h), func(j int) bool { return h[j].At >= e })
 	nth := i - max(first, 1)
-	for _, m := range s.Marks {
-		if m.At == e {
-			if nth == 0 {
-				return e, m.Seq
-			}
-			nth--
+	var rank uint32
+	for j, m := range s.Marks {
+		if m.At != e {
+			continue
 		}
+		if j > 0 && s.Marks[j-1].At == e && s.Marks[j-1].Seq == m.Seq {
+			rank++
+		} else {
+			rank = 0
+		}
+		if nth == 0 {
+			return e, m.Seq, rank
+		}
+		nth--
 	}
-	return e, 0
+	return e, 0, 0
 }
 
 // assignLSNs gives each change its LSN and PreviousLSN, and each expiry its

@@ -21,7 +21,7 @@ import (
 //
 // Every change has a key, and the feed is in key order:
 //
-//	(T, S, class, V, ID)
+//	(T, S, class, M, V, ID)
 //
 // A write (create, replace, delete) has T = its _ts, S = its journal seq,
 // class 1, V = S. An expiry has T = the instant the item expired, class 0,
@@ -30,8 +30,12 @@ import (
 // is the same or later; an expiry caused by a DefaultTTL change has S = the
 // journal's next seq when the change took effect (the container's feed
 // marks), so that it also comes after the writes committed before the
-// change in the same second. The ID breaks the tie between the items of one
-// batch, which share their seq. Since _ts never decreases along the
+// change in the same second. Two DefaultTTL changes with no write between
+// them share S; M is the rank of the change among those (0 for the first,
+// and for every change that is not one of them), so that the expiries of a
+// later change come after those of an earlier one in the same second,
+// whichever versions they expire. The ID breaks the tie between the items
+// of one batch, which share their seq. Since _ts never decreases along the
 // journal, writes are in journal order, and a change that becomes durable
 // later always has a greater key than one read before: the key is what a
 // continuation resumes after.
@@ -51,7 +55,8 @@ import (
 type Key struct {
 	T     int64
 	S     uint64
-	Class uint8 // ClassExpiry or ClassWrite
+	Class uint8  // ClassExpiry or ClassWrite
+	M     uint32 // an expiry's DefaultTTL change among those sharing S (above); 0 for a write
 	V     uint64
 	ID    string
 }
@@ -71,6 +76,9 @@ func Compare(a, b *Key) int {
 		return c
 	}
 	if c := cmp.Compare(a.Class, b.Class); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.M, b.M); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.V, b.V); c != 0 {
@@ -109,17 +117,23 @@ func ExpiryLSN(anchor uint64, rank int, limit uint64) (uint64, error) {
 }
 
 // The continuation token: "ebbfeed1" and the container's number, then the
-// key's fields, separated by dots, the id in unpadded base64url:
+// key's fields, separated by dots, the id in unpadded base64url, and M last
+// when it is not 0 (so that the tokens of every other change read as they
+// did before M existed):
 //
-//	ebbfeed1.<container>.<T>.<S>.<class>.<V>.<base64url(id)>
+//	ebbfeed1.<container>.<T>.<S>.<class>.<V>.<base64url(id)>[.<M>]
 const TokenPrefix = "ebbfeed1"
 
 // ErrBadToken is wrapped by every continuation parse error.
 var ErrBadToken = errors.New("malformed continuation token")
 
 func (k *Key) Token(container uint32) string {
-	return fmt.Sprintf("%s.%d.%d.%d.%d.%d.%s", TokenPrefix, container, k.T, k.S, k.Class, k.V,
+	t := fmt.Sprintf("%s.%d.%d.%d.%d.%d.%s", TokenPrefix, container, k.T, k.S, k.Class, k.V,
 		base64.RawURLEncoding.EncodeToString([]byte(k.ID)))
+	if k.M != 0 {
+		t += "." + strconv.FormatUint(uint64(k.M), 10)
+	}
+	return t
 }
 
 // MaxToken bounds a token's length: an item key (an id of 255 characters
@@ -138,8 +152,8 @@ func ParseToken(s string, container uint32) (Key, error) {
 		return bad("%d bytes, more than %d", len(s), MaxToken)
 	}
 	parts := strings.Split(s, ".")
-	if len(parts) != 7 || parts[0] != TokenPrefix {
-		return bad("%q does not have the form %s.<container>.<ts>.<seq>.<class>.<version>.<id>", s, TokenPrefix)
+	if (len(parts) != 7 && len(parts) != 8) || parts[0] != TokenPrefix {
+		return bad("%q does not have the form %s.<container>.<ts>.<seq>.<class>.<version>.<id>[.<change>]", s, TokenPrefix)
 	}
 	num, err := strconv.ParseUint(parts[1], 10, 32)
 	if err != nil {
@@ -173,6 +187,18 @@ func ParseToken(s string, container uint32) (Key, error) {
 	k.ID = string(id)
 	if k.Class == ClassWrite && k.S != k.V {
 		return bad("a write's seq %d and version %d differ", k.S, k.V)
+	}
+	if len(parts) == 8 {
+		m, err := strconv.ParseUint(parts[7], 10, 32)
+		switch {
+		case err != nil:
+			return bad("change %q is not a number", parts[7])
+		case m == 0:
+			return bad("change 0 is written without its field") // one token per key
+		case k.Class != ClassExpiry || k.S == 0:
+			return bad("only the expiry of a DefaultTTL change has a change rank")
+		}
+		k.M = uint32(m)
 	}
 	if k.T == math.MinInt64 {
 		return bad("ts %d is out of range", k.T)

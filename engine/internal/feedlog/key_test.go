@@ -13,11 +13,14 @@ func FuzzParseToken(f *testing.F) {
 		{T: 1_700_000_000, S: 42, Class: ClassWrite, V: 42, ID: "a"},
 		{T: 1_700_000_010, S: 0, Class: ClassExpiry, V: 7, ID: "user/é"},
 		{T: -5, S: 9, Class: ClassExpiry, V: 1, ID: "x y"},
+		{T: 1_700_000_010, S: 9, Class: ClassExpiry, M: 2, V: 1, ID: "b"},
 	} {
 		f.Add(k.Token(3))
 	}
 	f.Add("ebbfeed1.3.1.2.1.2.")
 	f.Add("ebbfeed1.3.1.2.1.2.YQ.")
+	f.Add("ebbfeed1.3.1.2.0.2.YQ.0")
+	f.Add("ebbfeed1.3.1.2.0.2.YQ.1")
 	f.Add("ebbfeed1.4.1.2.1.2.YQ")
 	f.Add("ebbfeed1.3.99999999999999999999.2.1.2.YQ")
 	f.Add("")
@@ -39,7 +42,8 @@ func FuzzParseToken(f *testing.F) {
 func TestKeyOrder(t *testing.T) {
 	// Expiries at an instant come before the writes of that instant, and
 	// after those of the instant before; a DefaultTTL change's after the
-	// writes before it.
+	// writes before it, and after those of an earlier change at the same
+	// journal position, whatever versions they expire.
 	keys := []Key{
 		{T: 9, S: 5, Class: ClassWrite, V: 5, ID: "a"},
 		{T: 10, S: 0, Class: ClassExpiry, V: 1, ID: "z"},
@@ -47,6 +51,8 @@ func TestKeyOrder(t *testing.T) {
 		{T: 10, S: 6, Class: ClassWrite, V: 6, ID: "a"},
 		{T: 10, S: 6, Class: ClassWrite, V: 6, ID: "b"},
 		{T: 10, S: 7, Class: ClassExpiry, V: 3, ID: "c"},
+		{T: 10, S: 7, Class: ClassExpiry, M: 1, V: 1, ID: "a"},
+		{T: 10, S: 7, Class: ClassExpiry, M: 2, V: 0, ID: "a"},
 		{T: 10, S: 7, Class: ClassWrite, V: 7, ID: "c"},
 		{T: 11, S: 8, Class: ClassWrite, V: 8, ID: "a"},
 	}
@@ -60,5 +66,28 @@ func TestKeyOrder(t *testing.T) {
 	}
 	if _, err := ExpiryLSN(5, 1<<19, 6); err == nil {
 		t.Error("expiries reaching the next write's LSN: no error")
+	}
+}
+
+// TestTokenChangeRank: an expiry's change rank is in its token only when it
+// is not 0, so every other token reads as before; a token that writes 0, or
+// gives a rank to a write or to an expiry no DefaultTTL change caused, is
+// refused.
+func TestTokenChangeRank(t *testing.T) {
+	k := Key{T: 10, S: 7, Class: ClassExpiry, M: 3, V: 1, ID: "a"}
+	if got, want := k.Token(3), "ebbfeed1.3.10.7.0.1.YQ.3"; got != want {
+		t.Fatalf("token %q, want %q", got, want)
+	}
+	if back, err := ParseToken(k.Token(3), 3); err != nil || back != k {
+		t.Fatalf("parsed back to %+v, %v", back, err)
+	}
+	k.M = 0
+	if got, want := k.Token(3), "ebbfeed1.3.10.7.0.1.YQ"; got != want {
+		t.Fatalf("token %q, want %q", got, want)
+	}
+	for _, bad := range []string{"ebbfeed1.3.10.7.0.1.YQ.0", "ebbfeed1.3.10.7.1.7.YQ.1", "ebbfeed1.3.10.0.0.1.YQ.1", "ebbfeed1.3.10.7.0.1.YQ.x"} {
+		if _, err := ParseToken(bad, 3); !errors.Is(err, ErrBadToken) {
+			t.Errorf("%q: %v, want ErrBadToken", bad, err)
+		}
 	}
 }
