@@ -84,7 +84,7 @@ func (db *DB) resetClock() (ClockReset, error) {
 		}
 		db.mu.RUnlock()
 		db.clockMu.Lock()
-		db.clockResetSeq.Store(db.jnl.NextSeq() - 1)
+		db.clockResetSeq.Store(db.nextSeq() - 1)
 		db.clock.resetTo(wall)
 		db.clockPersisted.Store(wall)
 		err := db.writeClockFileLocked(wall)

@@ -23,8 +23,9 @@ import (
 // concurrent writers thus share one fsync, a write is acknowledged only
 // after its fsync, and readers never see a write that is not yet durable.
 // A lone writer (nobody waiting behind it, no group in the apply loop)
-// does all of it on its own goroutine, the fsync too, and so does every
-// writer with Options.NoSync: no hand-off between goroutines.
+// does all of it on its own goroutine, the fsync too: no hand-off between
+// goroutines. With Options.NoSync every leader applies its own group, and
+// the journal queue (commit_journal.go) writes it to the journal behind it.
 //
 // Two writes to the same item never share a group, and a write to an item
 // whose previous write is written but not yet applied waits for it: each
@@ -189,12 +190,15 @@ func (db *DB) runGroup(p *pipeline, reqs []*commitReq) []*commitReq {
 		// A control sees, and may change, everything: it runs once every
 		// write before it is applied, and before any after it is written.
 		db.waitApplied(p.handed)
+		if db.jq != nil {
+			db.jq.drain()
+		}
 		r := reqs[0]
 		r.finish(r.control(db.clock.now()))
 		return reqs[1:]
 	}
 	now := db.clock.now()
-	next := db.jnl.NextSeq()
+	next := db.nextSeq()
 	touched := make(map[itemKey]struct{}, len(reqs))
 	var group []*commitReq
 	var payloads [][]byte
@@ -247,7 +251,7 @@ outer:
 		}
 		return rest
 	}
-	first, err := db.jnl.Write(payloads...)
+	first, err := db.writeJournal(payloads)
 	if cap(p.plain) > maxRetainedScratch {
 		p.plain = nil
 	}
@@ -287,6 +291,23 @@ outer:
 	}
 	db.written <- g
 	return rest
+}
+
+// nextSeq returns the seq the next write will get.
+func (db *DB) nextSeq() uint64 {
+	if db.jq != nil {
+		return db.jq.nextSeq()
+	}
+	return db.jnl.NextSeq()
+}
+
+// writeJournal writes a group's payloads to the journal, or with NoSync
+// queues them for it (commit_journal.go), and returns the first one's seq.
+func (db *DB) writeJournal(payloads [][]byte) (uint64, error) {
+	if db.jq != nil {
+		return db.jq.push(payloads), nil
+	}
+	return db.jnl.Write(payloads...)
 }
 
 // prepare validates r's ops against the index at now and appends their

@@ -136,7 +136,7 @@ func (c *Container) SetProperties(ctx context.Context, props ContainerProperties
 			// that its marking and purge forget the slot with the record.
 			c.refileOnly()
 		}
-		c.feed.markTTLChange(ttlChanged, now, c.db.jnl.NextSeq(), feedCutoff(now, props.ChangeFeedRetention))
+		c.feed.markTTLChange(ttlChanged, now, c.db.nextSeq(), feedCutoff(now, props.ChangeFeedRetention))
 		c.feed.setRetention(old.ChangeFeedRetention, props.ChangeFeedRetention, now)
 		c.props = props
 		c.mu.Unlock()

@@ -36,8 +36,8 @@ import (
 //	mu → man
 //
 // man is taken after mu or alone, never with a Container.mu to follow;
-// commit, progress, room and clockMu are leaves: no other lock is taken
-// while one is held. A method named fooLocked requires its caller to hold
+// commit, progress, room, clockMu and the journal queue's are leaves: no
+// other lock is taken while one is held. A method named fooLocked requires its caller to hold
 // exactly the locks its doc comment names, and takes none that comes
 // before them in the order.
 type DB struct {
@@ -48,6 +48,9 @@ type DB struct {
 	lock  *dirLock
 	clock *clock
 	jnl   *journal.Journal
+	// jq writes the journal for the commit leader with Options.NoSync
+	// (commit_journal.go); nil without.
+	jq    *journalQueue
 	cache *segment.Cache
 	// parsed holds the query texts parsed lately (parse).
 	parsed *lru.Cache[string, *query.Query]
@@ -196,6 +199,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db.pipe.inflight = make(map[itemKey]uint64)
 	db.progress.applied = db.jnl.NextSeq() - 1
 	db.progress.taken = db.progress.applied
+	if o.NoSync {
+		db.jq = newJournalQueue(db.jnl, db.fail)
+	}
 	db.workers.Add(6)
 	go db.applyLoop()
 	go db.removeLoop()
@@ -231,6 +237,9 @@ func (db *DB) Close() error {
 	close(db.quit)
 	db.workers.Wait()
 	db.removeWaiting()
+	if db.jq != nil {
+		db.jq.close() // before the manifest and the journal's last fsync
+	}
 	var errs []error
 	if db.failure.Load() == nil {
 		errs = append(errs, db.saveManifest())
@@ -271,7 +280,8 @@ func (db *DB) writable() error {
 }
 
 // fail makes the DB read-only after an I/O error that left the journal in
-// an unknown state. Reopening recovers everything acknowledged.
+// an unknown state. Reopening recovers everything acknowledged (with
+// NoSync, everything the journal queue wrote).
 func (db *DB) fail(err error) {
 	if db.failure.CompareAndSwap(nil, &err) {
 		db.log.Error("ebb: journal write failed; writes are refused until the database is reopened", "err", err)

@@ -73,7 +73,7 @@ var (
 	// the cause). The DB refuses writes from then on, while reads, queries,
 	// Items and Stats go on from memory and segment files; Close it and
 	// Open it again, once the fault is gone, to recover every acknowledged
-	// write.
+	// write (with Options.NoSync, every write that reached the journal).
 	ErrReadOnly = errors.New("ebb: writes refused after a journal I/O failure; reopen to recover")
 	// ErrCorrupt: bytes on disk fail their checksum or cannot be decoded.
 	// ebb never returns wrong data in its place and never skips it silently.

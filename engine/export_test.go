@@ -61,6 +61,14 @@ func HoldSeals(db *DB) (release func()) {
 	return db.sealMu.Unlock
 }
 
+// DrainJournal waits until the journal queue (Options.NoSync) has written
+// every write applied so far to the journal.
+func DrainJournal(db *DB) {
+	if db.jq != nil {
+		db.jq.drain()
+	}
+}
+
 // CompactStep runs one round of the background compactor on c now, as
 // its loop does: with what the change feed needs as found up to
 // feedKeepMaxAge ago (of real time, however far the DB's clock moved).

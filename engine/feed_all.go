@@ -102,7 +102,7 @@ func (c *Container) feedFrontier(ctx context.Context) (feedFrontier, error) {
 		c.mu.RUnlock()
 	}
 	err := c.db.control(ctx, func(now int64) error {
-		take(now, c.db.jnl.NextSeq())
+		take(now, c.db.nextSeq())
 		return nil
 	})
 	if errors.Is(err, ErrReadOnly) {

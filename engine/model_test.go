@@ -23,9 +23,12 @@ package engine_test
 // and one of restarts every few steps), compact (after every step), restart
 // (every 1-5 steps).
 //
-// Two white-box touches: after a clock move with no container left the
+// Three white-box touches: after a clock move with no container left the
 // runner calls engine.Now(db) so that the engine observes that second, and a
-// simulated crash holds off seals (engine.HoldSeals) while it copies the files.
+// simulated crash holds off seals (engine.HoldSeals) while it copies the
+// files, after the journal queue of NoSync has written what it holds
+// (engine.DrainJournal: the entries it holds are lost to a crash of the
+// process, which NoSync allows and TestPowerLoss checks).
 //
 //	EBB_MODEL_SEED=n    replay seed n (it is logged by every run)
 //	EBB_MODEL_OPS=n     n random operations per variant instead of the default
@@ -1209,8 +1212,9 @@ func (r *modelRun) reopen(op modelOp) error {
 // crash simulates a crash of the process: it copies the database directory
 // as it is on disk while the DB is open (with no seal or compaction in
 // progress, and no request in flight, so that the copy is a state the files
-// really pass through), abandons the DB and opens the copy. Everything
-// acknowledged is in the files the OS holds, so the model stays as it is.
+// really pass through, and with NoSync nothing waiting in the journal
+// queue), abandons the DB and opens the copy. Everything acknowledged is in
+// the files the OS holds, so the model stays as it is.
 // The engine's high clock mark may have been persisted late, so the wall
 // clock is first brought up to the model's now: then the engine's now must
 // be exactly the model's.
@@ -1218,6 +1222,7 @@ func (r *modelRun) crash(op modelOp) error {
 	r.crashes++
 	to := filepath.Join(r.base, "db"+strconv.Itoa(r.crashes))
 	release := engine.HoldSeals(r.db)
+	engine.DrainJournal(r.db)
 	err := testutil.CopyDir(r.dir, to)
 	release()
 	if err != nil {

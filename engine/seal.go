@@ -145,7 +145,7 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 		if frozen > 0 {
 			db.cycleJournal()
 		}
-		through = db.jnl.NextSeq() - 1
+		through = db.nextSeq() - 1
 		db.memBytes.Store(0)
 		return nil
 	})
@@ -197,8 +197,9 @@ func (db *DB) cycleJournal() {
 	}
 }
 
-// journalDurable makes every journal entry written so far durable. With
-// Options.NoSync entries are acknowledged before they are, so a seal or a
+// journalDurable makes the journal entry of every write applied so far
+// durable. With Options.NoSync writes are acknowledged before their entries
+// are written (commit_journal.go), let alone durable, so a seal or a
 // compaction calls it before its manifest write relies on them: a seal
 // moves the replay start past them (a power loss would otherwise leave a
 // journal that ends before it), and a compaction deletes the older versions
@@ -207,6 +208,9 @@ func (db *DB) cycleJournal() {
 func (db *DB) journalDurable() error {
 	if !db.opts.NoSync {
 		return nil
+	}
+	if db.jq != nil {
+		db.jq.drain()
 	}
 	if err := db.jnl.Sync(); err != nil {
 		return fmt.Errorf("ebb: sync journal: %w", err)
