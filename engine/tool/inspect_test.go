@@ -32,9 +32,12 @@ const inspectT0 = 1_700_000_000
 
 // openInspectDB opens dir with a hand-moved clock, small blocks and no
 // automatic seal, so that the files fillInspectDB makes are always the same.
+// Writes are fsynced (no NoSync): tests inspect the files of the open
+// database, which then hold every acknowledged write (with NoSync the
+// journal queue may not yet have written the last ones).
 func openInspectDB(t *testing.T, dir string, clk *inspectClock, mod func(*engine.Options)) *engine.DB {
 	t.Helper()
-	o := &engine.Options{Clock: clk.now, SealThreshold: 1 << 30, BlockSize: 512, NoSync: true}
+	o := &engine.Options{Clock: clk.now, SealThreshold: 1 << 30, BlockSize: 512}
 	if mod != nil {
 		mod(o)
 	}
