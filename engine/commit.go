@@ -190,9 +190,7 @@ func (db *DB) runGroup(p *pipeline, reqs []*commitReq) []*commitReq {
 		// A control sees, and may change, everything: it runs once every
 		// write before it is applied, and before any after it is written.
 		db.waitApplied(p.handed)
-		if db.jq != nil {
-			db.jq.drain()
-		}
+		db.drainJournal()
 		r := reqs[0]
 		r.finish(r.control(db.clock.now()))
 		return reqs[1:]
@@ -299,6 +297,14 @@ func (db *DB) nextSeq() uint64 {
 		return db.jq.nextSeq()
 	}
 	return db.jnl.NextSeq()
+}
+
+// drainJournal waits until every write applied so far is in the journal:
+// with NoSync, until the journal queue has written it (commit_journal.go).
+func (db *DB) drainJournal() {
+	if db.jq != nil {
+		db.jq.drain()
+	}
 }
 
 // writeJournal writes a group's payloads to the journal, or with NoSync

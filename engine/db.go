@@ -37,9 +37,9 @@ import (
 //
 // man is taken after mu or alone, never with a Container.mu to follow;
 // commit, progress, room, clockMu and the journal queue's are leaves: no
-// other lock is taken while one is held. A method named fooLocked requires its caller to hold
-// exactly the locks its doc comment names, and takes none that comes
-// before them in the order.
+// other lock is taken while one is held. A method named fooLocked requires
+// its caller to hold exactly the locks its doc comment names, and takes
+// none that comes before them in the order.
 type DB struct {
 	dir   string
 	opts  Options

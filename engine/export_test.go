@@ -63,11 +63,7 @@ func HoldSeals(db *DB) (release func()) {
 
 // DrainJournal waits until the journal queue (Options.NoSync) has written
 // every write applied so far to the journal.
-func DrainJournal(db *DB) {
-	if db.jq != nil {
-		db.jq.drain()
-	}
-}
+func DrainJournal(db *DB) { db.drainJournal() }
 
 // CompactStep runs one round of the background compactor on c now, as
 // its loop does: with what the change feed needs as found up to

@@ -15,7 +15,8 @@ import (
 
 // TestFeedModel runs random operations (creates, upserts, replaces,
 // deletes, batches, clock moves, DefaultTTL changes, seals, compactions,
-// rounds of the background compactor, reopens) and after each checks the feed against the container's state:
+// rounds of the background compactor, reopens) and after each checks the
+// feed against the container's state:
 //
 //   - the AllVersionsAndDeletes feed read now starts with the feed read
 //     before, change for change (nothing reported ever changes or goes);

@@ -209,9 +209,7 @@ func (db *DB) journalDurable() error {
 	if !db.opts.NoSync {
 		return nil
 	}
-	if db.jq != nil {
-		db.jq.drain()
-	}
+	db.drainJournal()
 	if err := db.jnl.Sync(); err != nil {
 		return fmt.Errorf("ebb: sync journal: %w", err)
 	}
