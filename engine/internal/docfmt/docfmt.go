@@ -26,6 +26,25 @@ func ValidateID(id string) error {
 	if id == "" {
 		return errors.New("id must be a non-empty string")
 	}
+	// The common id, plain ASCII without a forbidden byte, is checked with
+	// a table (every read and write validates its id); any other goes the
+	// slow way below, which names what is wrong.
+	i := 0
+	for i < len(id) && idPlain[id[i]] {
+		i++
+	}
+	if i == len(id) && len(id) <= MaxIDLength {
+		return nil
+	}
+	return validateIDSlow(id)
+}
+
+// validateIDSlow is ValidateID without its fast path, character by
+// character.
+func validateIDSlow(id string) error {
+	if id == "" {
+		return errors.New("id must be a non-empty string")
+	}
 	n := 0
 	for i := 0; i < len(id); {
 		c := id[i]
@@ -52,6 +71,18 @@ func ValidateID(id string) error {
 	}
 	return nil
 }
+
+// idPlain marks the bytes that ValidateID's fast path accepts: ASCII, not
+// a control character, not '/', '\\', '?' or '#'.
+var idPlain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range `/\?#` {
+		t[c] = false
+	}
+	return t
+}()
 
 // QuoteShort quotes s for an error message, shortened to about 40
 // characters.
