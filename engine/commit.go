@@ -203,10 +203,18 @@ func (db *DB) runGroup(p *pipeline, reqs []*commitReq) []*commitReq {
 	p.payloads = p.payloads[:0]
 	var blockedBy uint64 // the unapplied group the first request waits for
 	bytes := 0
+	limit := maxGroupBytes
+	if db.jq != nil {
+		// With NoSync no fsync is shared, so a group need be no larger
+		// than the journal queue; groups of 8 MiB of plain records
+		// outgrew the scratch kept (maxRetainedScratch) and regrew it from
+		// nothing each time.
+		limit = journalQueueBytes
+	}
 	rest := reqs[len(reqs):]
 outer:
 	for i, r := range reqs {
-		if r.control != nil || bytes >= maxGroupBytes {
+		if r.control != nil || bytes >= limit {
 			rest = reqs[i:]
 			break
 		}
@@ -224,16 +232,23 @@ outer:
 				break outer
 			}
 		}
-		var err error
-		if p.plain, err = r.c.prepare(r, now, next, p.plain[:0]); err != nil {
-			r.finish(err)
-			continue
-		}
 		// A payload keeps its place when p.payloads grows: the old array
 		// stays valid, and the journal copies every payload before the
 		// next group reuses the space.
 		start := len(p.payloads)
-		p.payloads = segment.AppendPayload(p.payloads, p.plain)
+		var err error
+		if db.jq != nil {
+			// The journal queue compresses the records on its own
+			// goroutine, off the writers' path.
+			p.payloads, err = r.c.prepare(r, now, next, p.payloads)
+		} else if p.plain, err = r.c.prepare(r, now, next, p.plain[:0]); err == nil {
+			p.payloads = segment.AppendPayload(p.payloads, p.plain)
+		}
+		if err != nil {
+			p.payloads = p.payloads[:start]
+			r.finish(err)
+			continue
+		}
 		payload := p.payloads[start:len(p.payloads):len(p.payloads)]
 		for _, o := range r.ops {
 			touched[itemKey{r.c, o.id}] = struct{}{}
@@ -309,6 +324,8 @@ func (db *DB) drainJournal() {
 
 // writeJournal writes a group's payloads to the journal, or with NoSync
 // queues them for it (commit_journal.go), and returns the first one's seq.
+// With NoSync the payloads are the plain records, which the queue
+// compresses; otherwise they are stored payloads (segment.AppendPayload).
 func (db *DB) writeJournal(payloads [][]byte) (uint64, error) {
 	if db.jq != nil {
 		return db.jq.push(payloads), nil

@@ -5,20 +5,22 @@ import (
 	"sync"
 
 	"github.com/ebbdb/ebb/engine/journal"
+	"github.com/ebbdb/ebb/segment"
 )
 
 // The journal queue. With Options.NoSync the commit leader does not write
 // its groups to the journal itself: it hands their payloads to the journal
 // queue, applies them and answers their writers, and a goroutine of the
-// queue's own writes them to the journal, in seq order, a batch of
-// everything queued at a time.
+// queue's own compresses them (segment.AppendPayload) and writes them to
+// the journal, in seq order, a batch of everything queued at a time.
 //
 // Why: tidwall/wal fsyncs every journal file it fills before it starts the
 // next, whatever its own NoSync says, and on ext4 that fsync waits for the
 // data of the other files written meanwhile (a seal's): about 5 ms, once
 // per JournalSegmentSize of entries. A leader that waited for it held up
 // every writer; with 64 writers that was 17% of the time. The write system
-// call and tidwall's copies leave the leader's serial path too.
+// call, tidwall's copies and the payloads' compression leave the leader's
+// serial path too.
 //
 // What it costs: a write is acknowledged before its entry reaches the
 // operating system, so a crash of the process, not only of the machine,
@@ -34,10 +36,11 @@ import (
 // manifest write relies on the entries), and Close. Its lock is a leaf:
 // nothing else is locked while it is held.
 
-// journalQueueBytes bounds the payload bytes waiting in the journal queue:
-// the commit leader waits before it queues more. It is what a process crash
-// may lose beyond the operating system's cache under NoSync, and it is ample
-// for the journal's slowest writes (a filled file's fsync) at full speed.
+// journalQueueBytes bounds the bytes of plain records waiting in the
+// journal queue: the commit leader waits before it queues more. It is what
+// a process crash may lose beyond the operating system's cache under
+// NoSync, and it is ample for the journal's slowest writes (a filled file's
+// fsync) at full speed.
 const journalQueueBytes = 1 << 20
 
 // journalQueue writes the commit leader's payloads to the journal on a
@@ -78,9 +81,9 @@ func (q *journalQueue) nextSeq() uint64 {
 	return q.next
 }
 
-// push queues payloads as consecutive entries and returns the seq of the
-// first. It copies them, and waits first while journalQueueBytes are
-// queued.
+// push queues payloads, each the plain records of one entry, as
+// consecutive entries and returns the seq of the first. It copies them, and
+// waits first while journalQueueBytes are queued.
 func (q *journalQueue) push(payloads [][]byte) (first uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -121,6 +124,7 @@ func (q *journalQueue) close() {
 func (q *journalQueue) run() {
 	defer close(q.done)
 	var payloads [][]byte
+	var stored []byte
 	for {
 		q.mu.Lock()
 		for len(q.sizes) == 0 && !q.closed {
@@ -138,10 +142,14 @@ func (q *journalQueue) run() {
 			hook()
 		}
 
-		payloads = payloads[:0]
+		// Each payload is compressed here, off the writers' path, into
+		// stored (that the journal copies before the next batch).
+		payloads, stored = payloads[:0], stored[:0]
 		off := 0
 		for _, n := range sizes {
-			payloads = append(payloads, buf[off:off+n:off+n])
+			start := len(stored)
+			stored = segment.AppendPayload(stored, buf[off:off+n])
+			payloads = append(payloads, stored[start:len(stored):len(stored)])
 			off += n
 		}
 		got, err := q.jnl.Write(payloads...)
@@ -155,6 +163,9 @@ func (q *journalQueue) run() {
 		last := first + uint64(len(sizes)) - 1
 		if cap(buf) > maxRetainedScratch {
 			buf, sizes = nil, nil
+		}
+		if cap(stored) > maxRetainedScratch {
+			stored = nil
 		}
 
 		q.mu.Lock()

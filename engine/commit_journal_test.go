@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ebbdb/ebb/engine/vfs"
+	"github.com/ebbdb/ebb/segment"
 )
 
 // TestJournalQueueFailure: with NoSync, a journal write that fails in the
@@ -140,5 +143,82 @@ func TestJournalDurableWaitsForQueue(t *testing.T) {
 	}
 	if v := bodyField(t, it, "v"); v != float64(2) {
 		t.Fatalf("after the power loss x has v %v, want 2", v)
+	}
+}
+
+// TestJournalQueueCompresses: with NoSync the commit leader hands the
+// journal queue plain records and the queue stores each entry as
+// segment.AppendPayload would have: compressed when that pays, plain when
+// not, one entry per write in seq order, each decoding to its own records.
+func TestJournalQueueCompresses(t *testing.T) {
+	db := openTest(t, t.TempDir(), newFakeClock(t0), func(o *Options) { o.NoSync, o.CompactionInterval = true, -1 })
+	defer db.Close()
+	c := mustCreateContainer(t, db, ContainerProperties{ID: "c"})
+	ctx := context.Background()
+	first := db.jnl.NextSeq()
+	pad := strings.Repeat("abcdefgh", 128) // 1 KiB that compresses well
+	var b Batch
+	for i := range 10 {
+		b.Upsert(fmt.Appendf(nil, `{"id":"b%d","pad":%q}`, i, pad))
+	}
+	if _, err := c.ExecuteBatch(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Upsert(ctx, []byte(`{"id":"small"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Upsert(ctx, fmt.Appendf(nil, `{"id":"big","pad":%q}`, pad)); err != nil {
+		t.Fatal(err)
+	}
+	db.jq.drain()
+
+	want := []struct {
+		ids        []string
+		compressed bool
+	}{
+		{[]string{"b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9"}, true},
+		{[]string{"small"}, false},
+		{[]string{"big"}, true},
+	}
+	var got int
+	err := db.jnl.Replay(first, func(seq uint64, payload []byte) error {
+		if got >= len(want) {
+			return fmt.Errorf("entry %d beyond the %d written", seq, len(want))
+		}
+		w := want[got]
+		if seq != first+uint64(got) {
+			return fmt.Errorf("entry %d has seq %d, want %d", got, seq, first+uint64(got))
+		}
+		if _, compressed, err := segment.PayloadSize(payload); err != nil || compressed != w.compressed {
+			return fmt.Errorf("entry %d (%v): compressed %v, %v; want compressed %v", seq, w.ids, compressed, err, w.compressed)
+		}
+		plain, err := segment.DecodePayload(payload, nil)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for len(plain) > 0 {
+			var rec segment.Record
+			n, err := segment.DecodeRecord(plain, &rec)
+			if err != nil {
+				return fmt.Errorf("entry %d: %w", seq, err)
+			}
+			if rec.Seq != seq {
+				return fmt.Errorf("entry %d holds a record of seq %d", seq, rec.Seq)
+			}
+			ids = append(ids, rec.ID)
+			plain = plain[n:]
+		}
+		if !slices.Equal(ids, w.ids) {
+			return fmt.Errorf("entry %d holds %v, want %v", seq, ids, w.ids)
+		}
+		got++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != len(want) {
+		t.Fatalf("%d journal entries after the writes, want %d", got, len(want))
 	}
 }
