@@ -196,3 +196,27 @@ func TestBatchResultBodiesAreSeparate(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchLimitCountsStoredBytes: the byte limit counts documents as
+// stored, without whitespace and system properties: a batch of documents
+// whose text is over the limit and whose stored form is not commits.
+func TestBatchLimitCountsStoredBytes(t *testing.T) {
+	db := openTest(t, t.TempDir(), newFakeClock(t0), func(o *Options) { o.MaxBatchBytes = 1000 })
+	defer db.Close()
+	c := mustCreateContainer(t, db, ContainerProperties{ID: "c"})
+	b := c.NewBatch()
+	spaces := strings.Repeat(" ", 200)
+	stored := 0
+	for i := range 8 {
+		d := fmt.Sprintf(`{%s"id":"k%d",%s"_etag":"old",%s"v":%d%s}`, spaces, i, spaces, spaces, i, spaces)
+		stored += len(fmt.Sprintf(`{"id":"k%d","v":%d}`, i, i))
+		b.Upsert([]byte(d))
+	}
+	if b.Len() != 8 {
+		t.Fatalf("the batch took %d of 8 operations of %d stored bytes under a limit of 1000", b.Len(), stored)
+	}
+	items, err := c.ExecuteBatch(context.Background(), b)
+	if err != nil || len(items) != 8 {
+		t.Fatalf("ExecuteBatch: %d items, %v", len(items), err)
+	}
+}
