@@ -28,8 +28,8 @@ type Options struct {
 	Clock func() time.Time
 
 	// NoSync acknowledges writes before their journal entry is written, let
-	// alone fsynced: a goroutine of the journal's own writes the entries
-	// behind the writers. Off by default: a write returns only after its
+	// alone fsynced: a goroutine of the journal's own compresses and writes
+	// the entries behind the writers. Off by default: a write returns only after its
 	// fsync (shared with concurrent writes by group commit), so an
 	// acknowledged write survives a crash. Turning it on trades that
 	// guarantee for speed: a crash of the machine or of the process, or a
