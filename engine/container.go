@@ -74,7 +74,7 @@ func newContainer(db *DB, num uint32, props ContainerProperties, h policy.Histor
 		kp:      mustKeyPath(props),
 		props:   props,
 		history: h,
-		mem:     newMemtable(db.memGen),
+		mem:     newMemtable(db.memGen, 0),
 		files:   make(map[uint32]*segFile),
 	}
 	c.idx = c.newIndex()

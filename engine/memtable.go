@@ -20,7 +20,17 @@ type memtable struct {
 	replaced []bool
 }
 
-func newMemtable(gen uint32) *memtable { return &memtable{gen: gen} }
+// newMemtable returns an empty memtable of generation gen with room for
+// hint records, at most maxMemtableHint: a seal passes the count of the
+// memtable it freezes, so that a steady stream of writes fills the next one
+// without regrowing (and copying) its slices.
+func newMemtable(gen uint32, hint int) *memtable {
+	hint = min(hint, maxMemtableHint)
+	return &memtable{gen: gen, recs: make([]segment.Record, 0, hint), replaced: make([]bool, 0, hint)}
+}
+
+// maxMemtableHint bounds the records a new memtable has room for.
+const maxMemtableHint = 1 << 16
 
 // nextLoc is where the next record added will be.
 func (m *memtable) nextLoc() index.Loc {

@@ -137,7 +137,7 @@ func (db *DB) sealNowLocked(ctx context.Context) error {
 		for _, c := range db.mu.byNum {
 			c.mu.Lock()
 			if len(c.mem.recs) > 0 {
-				c.frozen, c.mem = c.mem, newMemtable(db.memGen)
+				c.frozen, c.mem = c.mem, newMemtable(db.memGen, len(c.mem.recs))
 				frozen++
 			}
 			c.mu.Unlock()

@@ -26,7 +26,7 @@ func TestSealDuringPolicyChange(t *testing.T) {
 	if err := db.control(ctx, func(int64) error {
 		db.memGen++
 		c.mu.Lock()
-		c.frozen, c.mem = c.mem, newMemtable(db.memGen)
+		c.frozen, c.mem = c.mem, newMemtable(db.memGen, 0)
 		c.mu.Unlock()
 		return nil
 	}); err != nil {
