@@ -29,14 +29,14 @@ type Options struct {
 
 	// NoSync acknowledges writes before their journal entry is written, let
 	// alone fsynced: a goroutine of the journal's own compresses and writes
-	// the entries behind the writers. Off by default: a write returns only after its
-	// fsync (shared with concurrent writes by group commit), so an
+	// the entries behind the writers. Off by default: a write returns only
+	// after its fsync (shared with concurrent writes by group commit), so an
 	// acknowledged write survives a crash. Turning it on trades that
 	// guarantee for speed: a crash of the machine or of the process, or a
-	// failed journal write (ErrReadOnly), may then lose the last acknowledged
-	// writes (of the process, at most 1 MiB of journal entries), never a part
-	// of one and never a write without every write before it. Close writes
-	// and fsyncs everything.
+	// failed journal write (ErrReadOnly), may then lose the last
+	// acknowledged writes (of the process, at most 1 MiB of journal
+	// entries), never a part of one and never a write without every write
+	// before it. Close writes and fsyncs everything.
 	NoSync bool
 
 	// JournalSegmentSize is the size of each journal file. tidwall/wal keeps

@@ -23,17 +23,14 @@ const MaxIDLength = 255
 // (U+0000 to U+001F). The error's message starts with "id"; the engine
 // wraps it in its ErrInvalidDocument.
 func ValidateID(id string) error {
-	if id == "" {
-		return errors.New("id must be a non-empty string")
-	}
 	// The common id, plain ASCII without a forbidden byte, is checked with
 	// a table (every read and write validates its id); any other goes the
-	// slow way below, which names what is wrong.
+	// slow way, which names what is wrong.
 	i := 0
 	for i < len(id) && idPlain[id[i]] {
 		i++
 	}
-	if i == len(id) && len(id) <= MaxIDLength {
+	if i == len(id) && id != "" && len(id) <= MaxIDLength {
 		return nil
 	}
 	return validateIDSlow(id)
