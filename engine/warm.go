@@ -13,15 +13,14 @@ import (
 // one goroutine, stops at Close, and ends when the files are read or the
 // cache is full. Files sealed or rewritten while the DB runs go into the
 // cache as they are written (segment.WriterOptions.Cache), so this is only
-// needed at Open.
+// needed at Open. Reads that miss meanwhile hand their blocks to the cache
+// as always, and the warm-up skips the blocks they brought in.
 func (db *DB) warmCache() {
 	defer db.workers.Done()
 	defer close(db.warmed)
 	if db.opts.NoWarmup {
 		return
 	}
-	db.cache.SetWarming(true)
-	defer db.cache.SetWarming(false)
 	stop := func() bool {
 		select {
 		case <-db.quit:

@@ -43,8 +43,6 @@ type Cache struct {
 	fills   chan fill
 	filling atomic.Bool
 	pending atomic.Int64
-	// warming is set while a warm-up reads files in (SetWarming).
-	warming atomic.Bool
 }
 
 // fill is a block offered to the cache: raw, decompressed into bb, a pooled
@@ -197,19 +195,14 @@ func (c *Cache) view(k cacheKey, fn func(raw []byte) error) (bool, error) {
 	return true, fn(s.bytes(b))
 }
 
-// SetWarming says whether a warm-up is reading files into the cache (see
-// Reader.Warm). While one is, the blocks that reads miss are not offered:
-// the warm-up reads them in as it reaches them, and copying them in as
-// well would take the core that the warm-up and the readers share, for
-// blocks the cache gets anyway. A warm-up that stops with the cache full
-// ends this, and misses are offered again.
-func (c *Cache) SetWarming(on bool) { c.warming.Store(on) }
-
 // offer hands the cache block key of r, decompressed into bb (raw), to keep
 // a copy of; bb is the cache's from then on. The copy is made on another
-// goroutine, so that the read that missed does not wait for it.
+// goroutine, so that the read that missed does not wait for it. While a
+// warm-up runs (Reader.Warm), a block a read offers is one the warm-up will
+// find cached and skip: the copy costs a fraction of the decompression it
+// saves the warm-up, which then ends sooner.
 func (c *Cache) offer(r *Reader, key cacheKey, bb *blockBuf, raw []byte) {
-	if c.shard(key).max == 0 || c.warming.Load() { // a cache that holds nothing, or a warm-up that will read it in
+	if c.shard(key).max == 0 { // a cache that holds nothing
 		putBlockBuf(bb)
 		return
 	}

@@ -183,6 +183,54 @@ func TestWarm(t *testing.T) {
 	}
 }
 
+// TestWarmWithReads reads while a warm-up runs: a block that a read
+// missed is cached by the read's offer before the warm-up reaches it, and
+// the warm-up then leaves it as it is; every block ends up cached once and
+// every record reads back as written.
+func TestWarmWithReads(t *testing.T) {
+	recs := genRecords(rand.New(rand.NewPCG(17, 18)), 400, 0)
+	const block = 2048
+	path, hs, st := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: block, Compression: CompressionS2})
+	cache := NewCache(64<<20, block)
+	defer cache.Close()
+	r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	last := hs[len(hs)-1]
+	calls := 0
+	stop := func() bool {
+		calls++
+		if calls == 2 { // the warm-up has cached block 0 and not yet the last
+			var got Record
+			if err := r.Get(last, &got); err != nil || !reflect.DeepEqual(got, recs[len(recs)-1]) {
+				t.Errorf("Get(%s) during the warm-up = %+v, %v", last, got, err)
+			}
+			cache.settle(t)
+			if !cache.Has(1, last.Block) {
+				t.Errorf("block %d, read during the warm-up, was not cached", last.Block)
+			}
+		}
+		return false
+	}
+	if full, err := r.Warm(stop); err != nil || full {
+		t.Fatalf("Warm = %v, %v", full, err)
+	}
+	if cache.Len() != int(st.Blocks) {
+		t.Fatalf("%d blocks cached for a file of %d", cache.Len(), st.Blocks)
+	}
+	for i, h := range hs {
+		var got Record
+		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
+			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
+		}
+	}
+	if cache.pending.Load() != 0 {
+		t.Fatal("a read after the warm-up missed")
+	}
+}
+
 // TestCacheCloseRacesFills closes a cache while blocks are being offered
 // to it, read from it and added to it: run with -race, nothing may touch
 // the cache's memory once Close has given it back, and every call after

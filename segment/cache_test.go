@@ -202,41 +202,6 @@ func TestCacheFillsInBackground(t *testing.T) {
 	}
 }
 
-// TestCacheWarmingOffersNothing: while a warm-up runs (SetWarming), reads
-// that miss return the right records and offer no block; once it has
-// ended, a miss offers its block again.
-func TestCacheWarmingOffersNothing(t *testing.T) {
-	recs := genRecords(rand.New(rand.NewPCG(9, 10)), 100, 0)
-	path, hs, _ := writeSegment(t, t.TempDir(), recs, WriterOptions{BlockSize: 2048, Compression: CompressionS2})
-	cache := NewCache(64<<20, 2048)
-	defer cache.Close()
-	r, err := Open(path, ReaderOptions{Cache: cache, FileNum: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cache.SetWarming(true)
-	for i, h := range hs {
-		var got Record
-		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
-			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
-		}
-	}
-	cache.settle(t)
-	if cache.Len() != 0 {
-		t.Fatalf("%d blocks cached from reads during a warm-up", cache.Len())
-	}
-	cache.SetWarming(false)
-	var got Record
-	if err := r.Get(hs[0], &got); err != nil {
-		t.Fatal(err)
-	}
-	cache.settle(t)
-	if !cache.Has(3, hs[0].Block) {
-		t.Fatal("a miss after the warm-up was not cached")
-	}
-}
-
 // TestCacheFillAfterClose races the background fills of missed blocks
 // against Close: once every offer is settled, no block of a closed file may
 // be left in the cache (its FileNum could name another file later).
