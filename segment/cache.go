@@ -2,16 +2,14 @@ package segment
 
 import (
 	"bytes"
-	"math"
 	"sync"
 	"sync/atomic"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// Cache is an LRU of decompressed data blocks shared by Readers, keyed by
-// (ReaderOptions.FileNum, block number) and bounded by the bytes it holds.
-// It is safe for concurrent use.
+// Cache holds decompressed data blocks shared by Readers, keyed by
+// (ReaderOptions.FileNum, block number) and bounded by the bytes it holds,
+// evicting the least recently used roughly (second chance, see clock). It
+// is safe for concurrent use.
 //
 // Blocks of about the size the files are written with (more than half of
 // it, up to all of it) live in slots of memory the cache reserves for
@@ -19,9 +17,10 @@ import (
 // slot is reused once its block is evicted, so a block is only ever read
 // under its shard's lock, and what a Reader returns is copied out of it.
 //
-// The cache is split into shards, each an LRU with its own lock, an equal
-// share of the budget and its own slots, so that concurrent readers rarely
-// wait on each other. A block larger than a shard's share is not cached.
+// The cache is split into shards, each with its own index of blocks, lock,
+// an equal share of the budget and its own slots. Reads of a shard share
+// its lock; adding and evicting blocks take it alone, briefly. A block
+// larger than a shard's share is not cached.
 //
 // Close gives the memory back; a closed cache holds nothing and takes
 // nothing in.
@@ -73,8 +72,11 @@ type cached struct {
 }
 
 type cacheShard struct {
-	mu    sync.Mutex
-	lru   *simplelru.LRU[cacheKey, cached]
+	// mu is held for reading by views of the shard's blocks (see lock and
+	// rlock), and for writing by whatever changes which blocks it holds:
+	// a slot is reused only once no view can be reading it.
+	mu    sync.RWMutex
+	blks  clock
 	slots slotArena
 	// hasSlots is set when the shard's slots were reserved (they are given
 	// back at Close, hasSlots stays).
@@ -83,19 +85,10 @@ type cacheShard struct {
 	max      int64
 	closed   bool
 	used     *atomic.Int64 // the cache's
-	// last is the block view found last, under lastKey (none while
-	// !hasLast): consecutive reads of one block, a query's rows, find it
-	// without the LRU's map lookup and list move. It is always the front
-	// of the LRU, where that view moved it: a block added since clears it
-	// (insertLocked), and so does its eviction (see NewCache), so it never
-	// names a slot given to another block.
-	last    cached
-	lastKey cacheKey
-	hasLast bool
 }
 
 // cacheEntryOverhead approximates the memory of one entry beyond its block:
-// list element, map slot and slice header.
+// its clock entry, map slot and slice header.
 const cacheEntryOverhead = 128
 
 // minShardBytes is the smallest budget worth a shard of its own.
@@ -141,20 +134,47 @@ func NewCache(maxBytes int64, blockSize int) *Cache {
 		s.used = &c.used
 		s.slots = newSlotArena(s.max/int64(blockSize+cacheEntryOverhead), blockSize)
 		s.hasSlots = s.slots.mem != nil
-		s.lru, _ = simplelru.NewLRU(math.MaxInt, func(k cacheKey, b cached) {
-			if s.hasLast && s.lastKey == k {
-				s.hasLast = false
-			}
-			cost := s.cost(b)
-			s.size -= cost
-			s.used.Add(-cost)
-			if b.heap == nil {
-				s.slots.put(b.slot)
-			}
-		})
+		s.blks = newClock()
 	}
 	return c
 }
+
+// evictedLocked accounts for b, just uncached, and gives its slot back.
+// s.mu is held for writing.
+func (s *cacheShard) evictedLocked(b cached) {
+	cost := s.cost(b)
+	s.size -= cost
+	s.used.Add(-cost)
+	if b.heap == nil {
+		s.slots.put(b.slot)
+	}
+}
+
+// lock and rlock take s.mu, trying a little while before they block. The
+// shard's critical sections last a microsecond or two, and a goroutine
+// that parks for one costs the one that wakes it a system call: a read
+// that ends while the warm-up waits to add a block would pay it.
+func (s *cacheShard) lock() {
+	for range lockSpins {
+		if s.mu.TryLock() {
+			return
+		}
+	}
+	s.mu.Lock()
+}
+
+func (s *cacheShard) rlock() {
+	for range lockSpins {
+		if s.mu.TryRLock() {
+			return
+		}
+	}
+	s.mu.RLock()
+}
+
+// lockSpins is how many times lock and rlock try before they block: about
+// a microsecond on the machines ebb is measured on.
+const lockSpins = 100
 
 // Close empties the cache and gives its memory back. Reads after Close
 // miss, and blocks offered are not taken in.
@@ -164,9 +184,10 @@ func (c *Cache) Close() {
 	defer c.alive.Unlock()
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.Lock()
+		s.lock()
 		s.closed = true
-		s.lru.Purge()
+		s.blks.each(func(_ cacheKey, b cached) { s.evictedLocked(b) })
+		s.blks.reset()
 		s.slots.close()
 		s.mu.Unlock()
 	}
@@ -178,19 +199,16 @@ func (c *Cache) shard(k cacheKey) *cacheShard {
 }
 
 // view calls fn with block k, if it is cached, and reports whether it was.
-// fn runs under the shard's lock and must not keep raw, nor any part of it,
-// beyond its return: the memory is reused once the block is evicted.
+// fn runs under the shard's read lock, alongside other views, and must not
+// keep raw, nor any part of it, beyond its return: the memory is reused
+// once the block is evicted.
 func (c *Cache) view(k cacheKey, fn func(raw []byte) error) (bool, error) {
 	s := c.shard(k)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.last
-	if !s.hasLast || s.lastKey != k {
-		var ok bool
-		if b, ok = s.lru.Get(k); !ok {
-			return false, nil
-		}
-		s.last, s.lastKey, s.hasLast = b, k, true
+	s.rlock()
+	defer s.mu.RUnlock()
+	b, ok := s.blks.get(k)
+	if !ok {
+		return false, nil
 	}
 	return true, fn(s.bytes(b))
 }
@@ -255,8 +273,8 @@ func (c *Cache) wants(r *Reader, key cacheKey) bool {
 // without evicting anything.
 func (c *Cache) hasRoom(key cacheKey) bool {
 	s := c.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.rlock()
+	defer s.mu.RUnlock()
 	return !s.closed && s.size+int64(s.slots.slotSize)+cacheEntryOverhead <= s.max
 }
 
@@ -276,8 +294,8 @@ func (c *Cache) full() bool {
 // file is never left behind.
 //
 // A slotted block is copied with no lock of the shard held: the slot is
-// taken (and its cost counted) under the lock, filled outside it, and put
-// in the LRU under it again. The first write to a slot's memory may take a
+// taken (and its cost counted) under the lock, filled outside it, and
+// indexed under it again. The first write to a slot's memory may take a
 // page fault of a whole huge page, which costs milliseconds on a virtual
 // machine; readers of the shard must not wait for it. c.alive keeps Close
 // from giving the memory back during the copy.
@@ -287,7 +305,7 @@ func (c *Cache) addFor(r *Reader, key cacheKey, raw []byte, evict bool) bool {
 	if !s.slotted(len(raw)) {
 		b.heap = bytes.Clone(raw) // outside the lock: the allocation may wait on the collector
 	}
-	s.mu.Lock()
+	s.lock()
 	if !s.makeRoomLocked(r, key, b, evict) {
 		s.mu.Unlock()
 		return false
@@ -312,13 +330,13 @@ func (c *Cache) addFor(r *Reader, key cacheKey, raw []byte, evict bool) bool {
 	}
 	c.alive.RUnlock()
 
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false // the memory was given back, and the slot with it
 	}
 	s.size -= cost
-	if (r != nil && r.closed.Load()) || s.lru.Contains(key) {
+	if (r != nil && r.closed.Load()) || s.blks.has(key) {
 		s.slots.put(b.slot) // closed, or added by another meanwhile
 		return false
 	}
@@ -328,9 +346,9 @@ func (c *Cache) addFor(r *Reader, key cacheKey, raw []byte, evict bool) bool {
 
 // makeRoomLocked checks that b may be added as block key of r (see
 // addFor) and evicts, if evict allows, what makes room for it. s.mu is
-// held.
+// held for writing.
 func (s *cacheShard) makeRoomLocked(r *Reader, key cacheKey, b cached, evict bool) bool {
-	if s.closed || (r != nil && r.closed.Load()) || s.lru.Contains(key) {
+	if s.closed || (r != nil && r.closed.Load()) || s.blks.has(key) {
 		return false
 	}
 	cost := s.cost(b)
@@ -341,17 +359,20 @@ func (s *cacheShard) makeRoomLocked(r *Reader, key cacheKey, b cached, evict boo
 		if !evict {
 			return false
 		}
-		s.lru.RemoveOldest()
+		old, ok := s.blks.evict()
+		if !ok {
+			return false // not reached: size counts only blocks indexed, and slots being filled
+		}
+		s.evictedLocked(old)
 	}
 	return true
 }
 
-// insertLocked puts b in the LRU as block key and counts its cost. s.mu is
-// held.
+// insertLocked indexes b as block key and counts its cost. s.mu is held for
+// writing.
 func (s *cacheShard) insertLocked(key cacheKey, b cached) {
 	cost := s.cost(b)
-	s.hasLast = false // the new block is the most recently used now
-	s.lru.Add(key, b)
+	s.blks.add(key, b)
 	s.size += cost
 	s.used.Add(cost)
 }
@@ -369,8 +390,10 @@ func (c *Cache) EvictFile(file uint64, blocks uint32) {
 	for blk := range blocks {
 		k := cacheKey{file, blk}
 		s := c.shard(k)
-		s.mu.Lock()
-		s.lru.Remove(k)
+		s.lock()
+		if b, ok := s.blks.remove(k); ok {
+			s.evictedLocked(b)
+		}
 		s.mu.Unlock()
 	}
 }
@@ -383,9 +406,9 @@ func (c *Cache) Size() int64 { return c.used.Load() }
 func (c *Cache) Has(file uint64, blk uint32) bool {
 	k := cacheKey{file, blk}
 	s := c.shard(k)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lru.Contains(k)
+	s.rlock()
+	defer s.mu.RUnlock()
+	return s.blks.has(k)
 }
 
 // Len returns the number of cached blocks.
@@ -393,9 +416,9 @@ func (c *Cache) Len() int {
 	var n int
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.Lock()
-		n += s.lru.Len()
-		s.mu.Unlock()
+		s.rlock()
+		n += s.blks.len()
+		s.mu.RUnlock()
 	}
 	return n
 }
