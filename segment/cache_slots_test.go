@@ -90,12 +90,7 @@ func TestWriterFillsCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for i, h := range hs {
-		var got Record
-		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
-			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
-		}
-	}
+	wantRecords(t, r, hs, recs)
 	if cache.pending.Load() != 0 {
 		t.Fatalf("reads of a file just written missed the cache (%d offered)", cache.pending.Load())
 	}
@@ -145,22 +140,7 @@ func TestWarm(t *testing.T) {
 
 	big := NewCache(64<<20, block)
 	defer big.Close()
-	r := open(big)
-	if full, err := r.Warm(func() bool { return false }); err != nil || full {
-		t.Fatalf("Warm = %v, %v", full, err)
-	}
-	if big.Len() != int(st.Blocks) {
-		t.Fatalf("%d of %d blocks cached", big.Len(), st.Blocks)
-	}
-	for i, h := range hs {
-		var got Record
-		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
-			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
-		}
-	}
-	if big.pending.Load() != 0 {
-		t.Fatal("a read after Warm missed")
-	}
+	wantWarmed(t, open(big), big, func() bool { return false }, st, hs, recs)
 
 	small := NewCache(4*(block+cacheEntryOverhead), block)
 	defer small.Close()
@@ -214,19 +194,22 @@ func TestWarmWithReads(t *testing.T) {
 		}
 		return false
 	}
+	wantWarmed(t, r, cache, stop, st, hs, recs)
+}
+
+// wantWarmed warms c with r's file, and fails the test unless the warm-up
+// ends with every block of the file cached, once, and every record then
+// reads back as written without a miss.
+func wantWarmed(t *testing.T, r *Reader, c *Cache, stop func() bool, st Stats, hs []Handle, recs []Record) {
+	t.Helper()
 	if full, err := r.Warm(stop); err != nil || full {
 		t.Fatalf("Warm = %v, %v", full, err)
 	}
-	if cache.Len() != int(st.Blocks) {
-		t.Fatalf("%d blocks cached for a file of %d", cache.Len(), st.Blocks)
+	if c.Len() != int(st.Blocks) {
+		t.Fatalf("%d blocks cached for a file of %d", c.Len(), st.Blocks)
 	}
-	for i, h := range hs {
-		var got Record
-		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
-			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
-		}
-	}
-	if cache.pending.Load() != 0 {
+	wantRecords(t, r, hs, recs)
+	if c.pending.Load() != 0 {
 		t.Fatal("a read after the warm-up missed")
 	}
 }

@@ -161,6 +161,18 @@ func (c *Cache) settle(t testing.TB) {
 	}
 }
 
+// wantRecords reads every record of r at its handle and fails the test
+// unless each is the one written there.
+func wantRecords(t testing.TB, r *Reader, hs []Handle, recs []Record) {
+	t.Helper()
+	for i, h := range hs {
+		var got Record
+		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
+			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
+		}
+	}
+}
+
 // TestCacheFillsInBackground checks that a missed block is kept by the
 // background fill, that a second Get of it reads the cached copy, and that
 // a Body from before the fill stays the record's.
@@ -269,12 +281,7 @@ func TestPrefetch(t *testing.T) {
 			t.Fatalf("%d blocks cached after prefetching %d", cache.Len(), last+1)
 		}
 	}
-	for i, h := range hs {
-		var got Record
-		if err := r.Get(h, &got); err != nil || !reflect.DeepEqual(got, recs[i]) {
-			t.Fatalf("Get(%s) = %+v, %v; want %+v", h, got, err, recs[i])
-		}
-	}
+	wantRecords(t, r, hs, recs)
 	if cache.pending.Load() != 0 {
 		t.Fatalf("Gets of prefetched blocks offered %d blocks", cache.pending.Load())
 	}
