@@ -67,11 +67,11 @@ type Options struct {
 	// bytes: a point read served from it decompresses nothing. The cache
 	// takes blocks as files are written and, after Open, as the warm-up
 	// reads them (see NoWarmup), in both cases only while it has room; and
-	// as blocks are read, evicting about the least recently used. Its memory is
-	// its own, outside the Go heap, given back at Close. Default: an eighth
-	// of the machine's memory, at least 64 MiB and at most 8 GiB (64 MiB
-	// when the memory cannot be read), so that a store of a few hundred MB
-	// is read from memory.
+	// as blocks are read, evicting about the least recently used. Its
+	// memory is its own, outside the Go heap, given back at Close. Default:
+	// an eighth of the machine's memory, at least 64 MiB and at most 8 GiB
+	// (64 MiB when the memory cannot be read), so that a store of a few
+	// hundred MB is read from memory.
 	BlockCacheSize int64
 
 	// NoWarmup turns off the block cache's warm-up. By default Open reads
