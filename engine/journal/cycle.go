@@ -15,7 +15,8 @@ import (
 // sealed entries at once instead of once a file fills (up to SegmentSize).
 // It does nothing when the tail file is empty.
 //
-// The tail is fsynced first (with NoSync too): once a later file exists,
+// The tail is fsynced first (with NoSync too), so that every entry
+// appended so far is durable once Cycle returns: once a later file exists,
 // damage at the end of this one is no longer a torn tail that Open may cut.
 // The new file is created through Options.FS and the folder fsynced before
 // tidwall is reopened on it; tidwall keeps no state across the reopen but
@@ -61,5 +62,9 @@ func (j *Journal) Cycle() error {
 	j.tailSize = 0
 	j.tailPath = path
 	j.dirDirty = false
+	// Every entry is in a file fsynced before its successor was created
+	// (tidwall's filled files, and now the old tail), and the folder that
+	// names them is fsynced: a SyncTo of any of them has nothing to do.
+	j.synced.Store(max(j.synced.Load(), j.last.Load()))
 	return nil
 }
