@@ -18,10 +18,10 @@ import (
 // next, whatever its own NoSync says, and on ext4 that fsync waits for the
 // data of the other files written meanwhile (a seal's): about 5 ms, once
 // per JournalSegmentSize of entries (seldom with NoSync's default size,
-// which each seal's new file comes before). A leader that waited for it held up
-// every writer; with 64 writers that was 17% of the time. The write system
-// call, tidwall's copies and the payloads' compression leave the leader's
-// serial path too.
+// which each seal's new file comes before). A leader that waited for it
+// held up every writer; with 64 writers that was 17% of the time. The
+// write system call, tidwall's copies and the payloads' compression leave
+// the leader's serial path too.
 //
 // What it costs: a write is acknowledged before its entry reaches the
 // operating system, so a crash of the process, not only of the machine,

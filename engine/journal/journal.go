@@ -378,10 +378,9 @@ func (j *Journal) Write(payloads ...[]byte) (first uint64, err error) {
 // are already. It fsyncs the tail file as it is when SyncTo starts, and the
 // folder if a segment file was created since its last fsync; the files
 // before the tail were fsynced by tidwall when it filled them, or by
-// Cycle. The fsync
-// runs without the lock that Write takes, so writes of later entries go on
-// meanwhile, and one fsync covers every entry written before it starts.
-// A failed fsync fails the journal (ErrFailed).
+// Cycle. The fsync runs without the lock that Write takes, so writes of
+// later entries go on meanwhile, and one fsync covers every entry written
+// before it starts. A failed fsync fails the journal (ErrFailed).
 func (j *Journal) SyncTo(seq uint64) error {
 	j.syncMu.Lock()
 	defer j.syncMu.Unlock()
