@@ -340,24 +340,8 @@ func (j *Journal) Write(payloads ...[]byte) (first uint64, err error) {
 	}
 	last := first + uint64(len(payloads)) - 1
 
-	if err := j.before(vfs.OpWrite, j.tailPath, created); err != nil {
+	if err := j.before(vfs.OpWrite, j.tailPath, created, closed); err != nil {
 		return 0, j.fail(fmt.Errorf("write entries %d..%d: %w", first, last, err))
-	}
-	if j.hook != nil {
-		// tidwall fsyncs each file it fills before it creates the next.
-		// The hook hears of it now, with the creation: a folder fsync
-		// running meanwhile (TruncateFront's) may make the new file
-		// durable as soon as it exists, and the filled file is durable by
-		// then. This errs on the side of keeping bytes of this very batch
-		// (unacknowledged: whole entries or a torn tail), never of losing
-		// acknowledged ones.
-		for i, size := range closed {
-			path := j.tailPath
-			if i > 0 {
-				path = filepath.Join(j.dir, segmentName(created[i-1]))
-			}
-			j.hook.Synced(path, int64(size))
-		}
 	}
 	if err := j.log.WriteBatch(batch); err != nil {
 		return 0, j.fail(fmt.Errorf("write entries %d..%d: %w", first, last, err))
@@ -440,16 +424,31 @@ func (j *Journal) syncTailFileLocked(path string, size int64) error {
 }
 
 // before asks the hook, if any, whether tidwall may create the segment
-// files whose first seqs are created and then do op on path.
-func (j *Journal) before(op vfs.Op, path string, created []uint64) error {
+// files whose first seqs are created and then do op on path. closed, when
+// a write creates files, holds the sizes of the files it fills: the tail,
+// then each created file but the last.
+//
+// tidwall fsyncs each file it fills before it creates the next. The hook
+// hears of that fsync now, just before it hears of the creation: a folder
+// fsync running meanwhile (TruncateFront's) may make the new file durable
+// as soon as it exists, and the filled file is durable by then. Told in
+// the other order, a power loss between the two would leave a hook's
+// model of the disk with the new file and without the filled file's last
+// entries, which no disk can show. This errs on the side of keeping bytes
+// of this very batch (unacknowledged: whole entries or a torn tail), never
+// of losing acknowledged ones.
+func (j *Journal) before(op vfs.Op, path string, created []uint64, closed []int) error {
 	if j.hook == nil {
 		return nil
 	}
-	for _, seq := range created {
+	filled := path
+	for i, seq := range created {
+		j.hook.Synced(filled, int64(closed[i]))
 		p := filepath.Join(j.dir, segmentName(seq))
 		if err := j.hook.Before(vfs.OpCreate, p); err != nil {
 			return fmt.Errorf("create %s: %w", p, err)
 		}
+		filled = p
 	}
 	if err := j.hook.Before(op, path); err != nil {
 		return err
@@ -459,7 +458,7 @@ func (j *Journal) before(op vfs.Op, path string, created []uint64) error {
 
 // syncTail fsyncs tidwall's tail segment file and reports it to the hook.
 func (j *Journal) syncTail() error {
-	if err := j.before(vfs.OpSync, j.tailPath, nil); err != nil {
+	if err := j.before(vfs.OpSync, j.tailPath, nil, nil); err != nil {
 		return err
 	}
 	if err := j.log.Sync(); err != nil {
@@ -650,7 +649,7 @@ func (j *Journal) Close() error {
 	var err error
 	if j.failed == nil {
 		// tidwall's Close fsyncs the tail.
-		err = j.before(vfs.OpSync, j.tailPath, nil)
+		err = j.before(vfs.OpSync, j.tailPath, nil, nil)
 		if err == nil && j.dirDirty {
 			err = vfs.SyncDir(j.fs, j.dir)
 		}
