@@ -142,6 +142,11 @@ type budget struct {
 
 const budgetChunk = 64 << 10
 
+// newBudget returns a budget of bytesPerSec whose burst is a second's
+// worth, so that it starts full: a burst of 256 KiB instead, pacing a
+// storm's first rewrites from their first byte, changed the foreground
+// p99 within the noise and gave the disk back later (bench/RESULTS.md,
+// "The disk in a storm").
 func newBudget(bytesPerSec int64) *budget {
 	return &budget{lim: rate.NewLimiter(rate.Limit(bytesPerSec), int(max(bytesPerSec, 4*budgetChunk)))}
 }

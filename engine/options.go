@@ -94,9 +94,10 @@ type Options struct {
 	CompactionInterval time.Duration
 
 	// CompactionRate bounds the bytes per second that background rewrites
-	// read, so that compaction never crowds out foreground requests.
-	// Dropping a dead file whole costs no I/O and is not counted. Default
-	// 64 MiB/s.
+	// (and Container.Compact's) read, so that compaction never crowds out
+	// foreground requests. The bound is an average: after an idle spell a
+	// rewrite may read up to a second's worth at once. Dropping a dead
+	// file whole costs no I/O and is not counted. Default 64 MiB/s.
 	CompactionRate int64
 
 	// RewriteThreshold is the dead share of a segment file (by bytes) at
