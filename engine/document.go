@@ -87,6 +87,17 @@ func showByte(c byte) string {
 	return fmt.Sprintf("byte 0x%02x", c)
 }
 
+// nameBit returns one of 64 bits for a member name, from its length and its
+// first and last bytes: the duplicate check compares a name with the ones
+// before it only when one of them has its bit.
+func nameBit(name []byte) uint64 {
+	h := uint(len(name))
+	if len(name) > 0 {
+		h += uint(name[0])*7 + uint(name[len(name)-1])*31
+	}
+	return 1 << (h & 63)
+}
+
 // isSystemProperty reports whether a top-level member name is one the
 // engine owns; such members are dropped from stored bodies.
 func isSystemProperty(k []byte) bool {
@@ -143,11 +154,18 @@ func parseDocumentKey(b []byte, kp keyPath) (parsedDoc, error) {
 		return parsedDoc{}, docErrorf("must be a JSON object, not %s", kindOf(b[i]))
 	}
 
-	body := make([]byte, 1, len(b)) // the body never outgrows the input
-	body[0] = '{'
+	// The body is the object without its system properties and without
+	// whitespace between its members. Most inputs are written that way
+	// already: while they are, the body is the span b[objStart:verbatim]
+	// and nothing is copied; the first member that is not (a system
+	// property, or whitespace around its name, colon or comma) copies that
+	// span into body, and members are appended one by one from then on.
+	objStart, verbatim := i, i+1
+	var body []byte // nil while the body is b[objStart:verbatim]
 	var (
 		keyBuf         [32][]byte // names seen so far, while few
 		keys           = keyBuf[:0]
+		keyMask        uint64              // nameBit of every name in keys
 		seen           map[string]struct{} // names seen so far, once many
 		dup            []byte              // first duplicated name
 		idVal, ttlVal  []byte
@@ -181,6 +199,7 @@ func parseDocumentKey(b []byte, kp keyPath) (parsedDoc, error) {
 			if i >= len(b) || b[i] != ':' {
 				return parsedDoc{}, syntaxError(b, i, "expected ':' after a property name")
 			}
+			colon := i
 			i = docfmt.SkipWS(b, i+1)
 			vs := i
 			if valEnd, err = scanValue(b, i, 1); err != nil {
@@ -192,11 +211,15 @@ func parseDocumentKey(b []byte, kp keyPath) (parsedDoc, error) {
 			// after that.
 			if dup == nil {
 				if seen == nil {
-					for _, k := range keys {
-						if string(k) == string(key) {
-							dup = key
-							break
+					if bit := nameBit(key); keyMask&bit != 0 {
+						for _, k := range keys {
+							if string(k) == string(key) {
+								dup = key
+								break
+							}
 						}
+					} else {
+						keyMask |= bit
 					}
 					if len(keys) < len(keyBuf) {
 						keys = append(keys, key)
@@ -224,13 +247,25 @@ func parseDocumentKey(b []byte, kp keyPath) (parsedDoc, error) {
 			if kp != nil && string(key) == kp[0] {
 				keyVal = val
 			}
-			if !isSystemProperty(key) {
+			system := isSystemProperty(key)
+			if body == nil && (system || ks != verbatim+min(members, 1) || colon != keyEnd || vs != colon+1) {
+				// Dropped, or space around its name, colon or comma: the
+				// body stops being a span of the input.
+				body = append(make([]byte, 0, len(b)), b[objStart:verbatim]...) // the body never outgrows the input
+			}
+			switch {
+			case system:
+			case body == nil:
+				verbatim = valEnd
+			default:
 				if members > 0 {
 					body = append(body, ',')
 				}
 				body = append(body, b[ks:keyEnd]...)
 				body = append(body, ':')
 				body = append(body, val...)
+			}
+			if !system {
 				members++
 			}
 
@@ -249,7 +284,16 @@ func parseDocumentKey(b []byte, kp keyPath) (parsedDoc, error) {
 	if i = docfmt.SkipWS(b, i); i != len(b) {
 		return parsedDoc{}, syntaxError(b, i, "unexpected data after the top-level object")
 	}
-	body = append(body, '}')
+	switch {
+	case body != nil:
+		body = append(body, '}')
+	case b[verbatim] == '}':
+		body = make([]byte, verbatim+1-objStart)
+		copy(body, b[objStart:])
+	default: // whitespace before the closing brace
+		body = append(make([]byte, 0, verbatim-objStart+1), b[objStart:verbatim]...)
+		body = append(body, '}')
+	}
 	if len(body) > MaxDocumentSize {
 		return parsedDoc{}, docErrorf("%d bytes is larger than the maximum document size of %d bytes (system properties and whitespace between members not counted)", len(body), MaxDocumentSize)
 	}

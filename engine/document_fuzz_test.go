@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,11 +54,47 @@ func FuzzParseDocument(f *testing.F) {
 		if !json.Valid(d.Body) || len(d.Body) > len(b) {
 			t.Fatalf("stored body is invalid or grew: %q", d.Body)
 		}
+		if want, err := referenceBody(b); err != nil || !bytes.Equal(d.Body, want) {
+			t.Fatalf("stored body\n got %q\nwant %q (%v)", d.Body, want, err)
+		}
 		out := docfmt.Render(nil, d.Body, ts, etag)
 		if err := checkRendered(out, d, ts, etag); err != nil {
 			t.Fatalf("%v\nrendered: %q", err, out)
 		}
 	})
+}
+
+// referenceBody builds the body parseDocument must store for the valid
+// object b with encoding/json: its members in order, each name as written
+// and each value byte for byte, without the system properties and without
+// whitespace between the top-level tokens.
+func referenceBody(b []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("not an object: %v %v", tok, err)
+	}
+	out := []byte{'{'}
+	for n := 0; dec.More(); {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name := bytes.TrimLeft(b[start:dec.InputOffset()], " \t\r\n,") // the name as written
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, err
+		}
+		if isSystemProperty([]byte(tok.(string))) {
+			continue
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, name...), ':'), val...)
+		n++
+	}
+	return append(out, '}'), nil
 }
 
 // referenceParse applies the document rules with encoding/json: valid JSON
