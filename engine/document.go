@@ -284,16 +284,10 @@ func parseDocumentKey(b []byte, kp keyPath) (parsedDoc, error) {
 	if i = docfmt.SkipWS(b, i); i != len(b) {
 		return parsedDoc{}, syntaxError(b, i, "unexpected data after the top-level object")
 	}
-	switch {
-	case body != nil:
-		body = append(body, '}')
-	case b[verbatim] == '}':
-		body = make([]byte, verbatim+1-objStart)
-		copy(body, b[objStart:])
-	default: // whitespace before the closing brace
-		body = append(make([]byte, 0, verbatim-objStart+1), b[objStart:verbatim]...)
-		body = append(body, '}')
+	if body == nil {
+		body = append(make([]byte, 0, verbatim+1-objStart), b[objStart:verbatim]...)
 	}
+	body = append(body, '}')
 	if len(body) > MaxDocumentSize {
 		return parsedDoc{}, docErrorf("%d bytes is larger than the maximum document size of %d bytes (system properties and whitespace between members not counted)", len(body), MaxDocumentSize)
 	}
