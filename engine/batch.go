@@ -196,8 +196,5 @@ func (c *Container) ExecuteBatch(ctx context.Context, b *Batch) ([]Item, error) 
 		}
 		seen[o.id] = i
 	}
-	for i := range b.ops {
-		c.writeTerms(&b.ops[i])
-	}
 	return c.commit(ctx, b.ops, true)
 }

@@ -98,6 +98,9 @@ func (c *Container) commit(ctx context.Context, ops []op, batch bool) ([]Item, e
 	if req.err == nil {
 		req.renderItems()
 	}
+	if c.ix.queued.Load() > maxQueuedPuts {
+		c.catchUpTerms()
+	}
 	return req.items, req.err
 }
 
@@ -401,7 +404,7 @@ func (c *Container) apply(r *commitReq) {
 		rec := &r.recs[i]
 		c.applyRecordLocked(*rec, r.sizes[i])
 		if rec.Op == segment.OpPut {
-			c.indexWriteLocked(&r.ops[i], rec)
+			c.queuePutLocked(rec)
 			// ETag and Body are added by renderItems, outside the lock.
 			id, pk := splitItemKey(rec.ID)
 			r.items[i] = Item{ID: id, PartitionKey: pk, TS: rec.TS, ExpiresAt: itemExpiry(c.history.ExpiresAt(rec.TS, rec.TTL))}

@@ -454,9 +454,15 @@ func (c *Container) items(ctx context.Context, sc scope) iter.Seq2[Item, error] 
 		}
 		now := c.db.clock.now()
 		c.advanceInSteps(now)
-		c.mu.RLock()
+		// A partition's items come from the index of its key path.
+		exclusive := false
+		if sc.prefix == "" {
+			c.mu.RLock()
+		} else {
+			exclusive = c.lockForQuery()
+		}
 		if c.deleted {
-			c.mu.RUnlock()
+			c.unlockForQuery(exclusive)
 			yield(Item{}, c.notFound())
 			return
 		}
@@ -466,7 +472,7 @@ func (c *Container) items(ctx context.Context, sc scope) iter.Seq2[Item, error] 
 		} else {
 			snap = c.scopeSlotsLocked(sc, now)
 		}
-		c.mu.RUnlock()
+		c.unlockForQuery(exclusive)
 		c.settleExpiries()
 		for i := range snap {
 			if err := ctx.Err(); err != nil {

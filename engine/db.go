@@ -122,8 +122,11 @@ type DB struct {
 	memGen   uint32                // changed only by controls, which the commit leader runs
 	sealMu   sync.Mutex            // serializes seals and compactions
 	sealKick chan struct{}
-	// indexKick wakes the index loop (lazy indexing, index builds).
+	// indexKick wakes the index loop (queued terms, index builds).
 	indexKick chan struct{}
+	// indexHold is held by the index loop while it works on a container;
+	// tests hold it to keep the loop from setting terms.
+	indexHold sync.Mutex
 
 	// Backpressure: writers wait while memtables hold more than memLimit
 	// bytes, until a seal makes room. room guards ch, closed and replaced

@@ -16,16 +16,17 @@ import (
 
 // Secondary indexes: each item's terms (path = scalar value pairs, see
 // query.Terms) are kept in the container's index as roaring bitmaps of
-// slots, so that queries find candidates without reading documents.
+// slots, so that queries find candidates without reading documents. The
+// apply of a put queues its terms, which are set off the commit's path
+// (indexer_queue.go):
 //
-//   - IndexingConsistent: the writer computes a document's terms before the
-//     commit (outside every lock) and they are set under the container lock
-//     together with the write, so a query sees its own writes.
-//   - IndexingLazy: the write is queued and the index loop sets its terms a
-//     moment later. A query may miss an item written since (it is found once
-//     indexed) and may be handed a stale candidate, which the re-check of
-//     every fetched document drops: it never returns an item that does not
-//     match.
+//   - IndexingConsistent: a query sets every queued put's terms before it
+//     reads the index, so it sees every write applied before it, its own
+//     among them.
+//   - IndexingLazy: a query reads the index as it is. It may miss an item
+//     written since (it is found once indexed) and may be handed a stale
+//     candidate, which the re-check of every fetched document drops: it
+//     never returns an item that does not match.
 //   - IndexingNone: no terms; queries scan.
 //
 // Terms are not stored on disk. The index loop rebuilds them from the
@@ -63,8 +64,15 @@ func (cfg *indexConfig) indexed(p string) bool {
 // except cfg, which is published atomically.
 type indexState struct {
 	cfg   atomic.Pointer[indexConfig]
-	ready bool       // every live item's terms are set: queries may use them
-	lazy  []lazyItem // lazy mode: writes whose terms are not set yet
+	ready bool // every live item's terms are set, or queued: queries may use them
+	// queue holds the applied puts whose terms are not set yet, oldest
+	// first; popped counts the puts ever taken off its front, so that a
+	// step that computed terms outside the lock knows which of its puts
+	// another step set meanwhile. queued is len(queue), for writers to read
+	// without the lock.
+	queue  []queuedPut
+	popped uint64
+	queued atomic.Int64
 	// A build walks the slots once, from cursor on, while building; items
 	// it could not read wait in retry for the index loop's next tick.
 	// Items written meanwhile get their terms from the write itself.
@@ -75,31 +83,23 @@ type indexState struct {
 	// container's first query. It is changed under c.mu, and read without
 	// it by every query.
 	deferred atomic.Bool
-	// inflight counts the lazy writes and build ids an index step has
-	// taken and not yet set: the index lags while it is not zero.
+	// inflight counts the build ids an index step has taken and not yet
+	// set: the index lags while it is not zero.
 	inflight int
 }
 
 // indexLaggingLocked reports whether writes or a build wait to reach the
-// secondary index; c.mu is held.
+// secondary index as a query would see it: queued puts count in lazy mode
+// only, since a consistent query sets them first. c.mu is held.
 func (c *Container) indexLaggingLocked() bool {
-	return !c.ix.ready || len(c.ix.lazy) > 0 || c.ix.building || len(c.ix.retry) > 0 || c.ix.inflight > 0
+	lazyQueue := len(c.ix.queue) > 0 && !c.settleLocked()
+	return !c.ix.ready || lazyQueue || c.ix.building || len(c.ix.retry) > 0 || c.ix.inflight > 0
 }
 
-// lazyItem is a write whose terms the index loop has yet to set.
-type lazyItem struct {
-	id   string
-	seq  uint64
-	ts   int64
-	body []byte // stored form
-}
-
-// Batch sizes of the index loop: the container lock is taken once per
-// batch, so foreground requests never wait long on index upkeep.
-const (
-	indexBuildBatch = 512
-	indexLazyBatch  = 1024
-)
+// indexBuildBatch is the most items a build step indexes: the container
+// lock is taken once per step, so foreground requests never wait long on
+// index upkeep.
+const indexBuildBatch = 512
 
 // indexRetry is how often the index loop retries a build that could not
 // read some items.
@@ -127,7 +127,8 @@ func (c *Container) setIndexingLocked(props ContainerProperties) {
 	}
 	c.ix.cfg.Store(cfg)
 	c.idx.ClearTerms()
-	c.ix.lazy, c.ix.retry, c.ix.cursor = nil, nil, 0
+	c.dropQueueLocked()
+	c.ix.retry, c.ix.cursor = nil, 0
 	c.ix.deferred.Store(false)
 	c.ix.building = cfg.terms && c.idx.Len() > 0
 	c.ix.ready = !c.ix.building
@@ -179,19 +180,6 @@ func putTermList(l *index.TermList) {
 	termLists.Put(l)
 }
 
-// writeTerms computes the terms of an op's document ahead of its commit,
-// in consistent mode; the system properties' terms are added at apply,
-// when _ts and _etag are known.
-func (c *Container) writeTerms(o *op) {
-	cfg := c.ix.cfg.Load()
-	if o.kind == opDelete || cfg == nil || cfg.mode != IndexingConsistent || !cfg.terms {
-		return
-	}
-	o.termsGen = cfg.gen
-	o.terms = getTermList()
-	bodyTerms(o.body, cfg, o.terms)
-}
-
 // bodyTerms adds the terms of a stored body to l, read straight from its
 // JSON. A body that does not decode (not reachable: it was validated) has
 // no terms, and queries re-check documents, so the cost is a missed
@@ -226,54 +214,30 @@ func systemTerms(cfg *indexConfig, ts int64, seq uint64, l *index.TermList) {
 	}
 }
 
-// indexWriteLocked keeps the secondary index up with one applied put;
-// c.mu is held for writing.
-func (c *Container) indexWriteLocked(o *op, rec *segment.Record) {
-	cfg := c.ix.cfg.Load()
-	switch {
-	case cfg == nil || !cfg.terms:
-	case cfg.mode == IndexingConsistent:
-		terms := o.terms
-		if terms == nil || o.termsGen != cfg.gen {
-			// The policy changed since the writer computed them.
-			if terms == nil {
-				terms = getTermList()
-			}
-			terms.Reset()
-			bodyTerms(rec.Body, cfg, terms)
-		}
-		systemTerms(cfg, rec.TS, rec.Seq, terms)
-		c.idx.SetTermList(rec.ID, rec.Seq, terms)
-		putTermList(terms)
-		o.terms = nil
-	case cfg.mode == IndexingLazy:
-		c.ix.lazy = append(c.ix.lazy, lazyItem{id: rec.ID, seq: rec.Seq, ts: rec.TS, body: rec.Body})
-		c.db.kickIndex()
-	}
-	if o.terms != nil { // computed under a policy that no longer keeps them
-		putTermList(o.terms)
-		o.terms = nil
-	}
+// termsOf computes the terms of a stored body written at ts as version
+// seq: its documents' and its system properties'.
+func termsOf(cfg *indexConfig, body []byte, ts int64, seq uint64) *index.TermList {
+	l := getTermList()
+	bodyTerms(body, cfg, l)
+	systemTerms(cfg, ts, seq, l)
+	return l
 }
 
-// indexStep does one batch of index upkeep for c: lazy writes first, then
+// indexStep does one step of index upkeep for c: queued puts first, then
 // the running build, then (with retry, at the loop's tick) the items a
 // build could not read. It reports whether work is left now.
 func (c *Container) indexStep(retry bool) (more bool) {
+	if set, more := c.setQueuedTerms(termStep); set > 0 || more {
+		return true
+	}
 	c.mu.Lock()
 	if c.deleted {
 		c.mu.Unlock()
 		return false
 	}
 	cfg := c.ix.cfg.Load()
-	lazy := c.ix.lazy
-	if len(lazy) > indexLazyBatch {
-		lazy = lazy[:indexLazyBatch:indexLazyBatch]
-	}
-	c.ix.lazy = c.ix.lazy[len(lazy):]
 	var build []string
 	switch {
-	case len(lazy) > 0:
 	case c.ix.building:
 		var slots []index.Slot
 		var done bool
@@ -285,7 +249,7 @@ func (c *Container) indexStep(retry bool) (more bool) {
 	case retry:
 		build, c.ix.retry = c.ix.retry, nil
 	}
-	c.ix.inflight += len(lazy) + len(build)
+	c.ix.inflight += len(build)
 	c.mu.Unlock()
 
 	type update struct {
@@ -294,15 +258,6 @@ func (c *Container) indexStep(retry bool) (more bool) {
 		terms *index.TermList
 	}
 	var ups []update
-	terms := func(body []byte, ts int64, seq uint64) *index.TermList {
-		t := getTermList()
-		bodyTerms(body, cfg, t)
-		systemTerms(cfg, ts, seq, t)
-		return t
-	}
-	for _, l := range lazy {
-		ups = append(ups, update{l.id, l.seq, terms(l.body, l.ts, l.seq)})
-	}
 	var rec segment.Record
 	var failed []string
 	var failure error
@@ -315,7 +270,7 @@ func (c *Container) indexStep(retry bool) (more bool) {
 			}
 			continue // gone or expired: nothing to index
 		}
-		ups = append(ups, update{id, rec.Seq, terms(rec.Body, rec.TS, rec.Seq)})
+		ups = append(ups, update{id, rec.Seq, termsOf(cfg, rec.Body, rec.TS, rec.Seq)})
 	}
 
 	c.mu.Lock()
@@ -325,7 +280,7 @@ func (c *Container) indexStep(retry bool) (more bool) {
 			putTermList(u.terms)
 		}
 	}()
-	c.ix.inflight -= len(lazy) + len(build)
+	c.ix.inflight -= len(build)
 	if c.deleted || c.ix.cfg.Load() != cfg {
 		return !c.deleted // the policy changed meanwhile: the new build starts over
 	}
@@ -344,7 +299,7 @@ func (c *Container) indexStep(retry bool) (more bool) {
 	if !c.ix.building && !c.ix.deferred.Load() && len(c.ix.retry) == 0 {
 		c.ix.ready = true
 	}
-	return len(c.ix.lazy) > 0 || c.ix.building
+	return len(c.ix.queue) > 0 || c.ix.building
 }
 
 // indexUsableLocked reports whether queries may use the secondary index, and
@@ -364,7 +319,7 @@ func (c *Container) indexUsableLocked() (bool, string) {
 	return true, ""
 }
 
-// indexLoop does the index upkeep of every container: lazy writes and
+// indexLoop does the index upkeep of every container: queued puts and
 // builds, a batch per container in turn, until none is left.
 func (db *DB) indexLoop() {
 	defer db.workers.Done()
@@ -387,9 +342,11 @@ func (db *DB) indexLoop() {
 					return
 				default:
 				}
+				db.indexHold.Lock()
 				if c.indexStep(tick) {
 					more = true
 				}
+				db.indexHold.Unlock()
 			}
 		}
 	}

@@ -104,8 +104,7 @@ func (c *Container) Explain(sql string, params ...Param) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	defer c.unlockForQuery(c.lockForQuery())
 	if c.deleted {
 		return "", c.notFound()
 	}
@@ -266,8 +265,7 @@ func (c *Container) collect(ctx context.Context, q *query.Bound, sc scope, now i
 		c.advanceInSteps(now)
 	}
 	c.settleExpiries()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	defer c.unlockForQuery(c.lockForQuery())
 	if c.deleted {
 		return candidates{}, c.notFound()
 	}

@@ -335,33 +335,14 @@ func TestQueryLazyCountNeverWrong(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIndexed(t, c)
-	// Hold the index loop's lock step back: take the container lock while
-	// writing, so the lazy update of a's terms cannot land before the query.
-	c.mu.Lock()
-	c.ix.inflight++ // nothing else may count this as caught up
-	c.mu.Unlock()
+	// Keep the index loop from setting a's new terms until the checks ran.
+	db.indexHold.Lock()
+	defer db.indexHold.Unlock()
 	if _, err := c.Upsert(ctx, []byte(`{"id":"a","n":2}`)); err != nil {
 		t.Fatal(err)
 	}
-	c.mu.Lock()
-	stale := len(c.ix.lazy) > 0
-	if stale {
-		// Keep the queued update from being applied until the checks ran.
-		pending := c.ix.lazy
-		c.ix.lazy = nil
-		defer func() {
-			c.mu.Lock()
-			c.ix.lazy = append(pending, c.ix.lazy...)
-			c.ix.inflight--
-			c.mu.Unlock()
-			db.kickIndex()
-		}()
-	} else {
-		c.ix.inflight--
-	}
-	c.mu.Unlock()
-	if !stale {
-		t.Skip("the index loop applied the update before the test could hold it")
+	if n := c.ix.queued.Load(); n != 1 {
+		t.Fatalf("%d puts queued for their terms, want a's", n)
 	}
 	for _, q := range []string{`SELECT VALUE COUNT(1) FROM c WHERE c.n = 1`, `SELECT * FROM c WHERE c.n = 1`} {
 		for it, err := range c.Query(ctx, q) {
@@ -372,6 +353,9 @@ func TestQueryLazyCountNeverWrong(t *testing.T) {
 				t.Fatalf("%s answered from a's stale index entry: %s", q, it.Body)
 			}
 		}
+	}
+	if n := c.ix.queued.Load(); n != 1 {
+		t.Fatalf("after lazy queries, %d puts queued, want a's still: a lazy query does not wait for the index", n)
 	}
 }
 
@@ -398,6 +382,15 @@ func TestIndexBuildWaitsForFirstQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// With the index loop held, only the writes could have emptied the
+	// queue.
+	db.indexHold.Lock()
+	held := true
+	defer func() {
+		if held {
+			db.indexHold.Unlock() // before Close, which waits for the loop
+		}
+	}()
 	for i := range 50 {
 		if _, err := c.Read(ctx, fmt.Sprintf("k%03d", i)); err != nil {
 			t.Fatal(err)
@@ -408,10 +401,15 @@ func TestIndexBuildWaitsForFirstQuery(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond) // the index loop would have started by now
 	c.mu.RLock()
-	building, deferred := c.ix.building, c.ix.deferred.Load()
+	building, deferred, queued := c.ix.building, c.ix.deferred.Load(), len(c.ix.queue)
 	c.mu.RUnlock()
+	db.indexHold.Unlock()
+	held = false
 	if building || !deferred {
 		t.Fatalf("after reads and writes alone: building %v, deferred %v; want the build put off", building, deferred)
+	}
+	if queued != 0 {
+		t.Fatalf("%d writes queued for terms before the first query; the build indexes them", queued)
 	}
 	plan, err := c.Explain(`SELECT * FROM c WHERE c.n = 3`)
 	if err != nil {

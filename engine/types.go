@@ -19,7 +19,9 @@ func TTL(n int32) *int32 { return &n }
 type IndexingMode uint8
 
 const (
-	// IndexingConsistent (the zero value) keeps indexes up to date with every write.
+	// IndexingConsistent (the zero value) keeps indexes up to date with
+	// every write, as queries see them: a query sees every write that
+	// returned before it started.
 	IndexingConsistent IndexingMode = iota
 	// IndexingLazy updates indexes in the background.
 	IndexingLazy

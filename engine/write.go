@@ -6,7 +6,6 @@ import (
 
 	"github.com/ebbdb/ebb/engine/internal/docfmt"
 	"github.com/ebbdb/ebb/engine/internal/pkey"
-	"github.com/ebbdb/ebb/index"
 )
 
 // opKind is what one write does.
@@ -32,12 +31,6 @@ type op struct {
 	ifMatch string
 	// omitBody: the Item returned has no Body (OmitBody).
 	omitBody bool
-
-	// terms are the document's secondary-index terms, computed by the
-	// writer under indexing policy generation termsGen (consistent mode);
-	// nil if not computed. The index takes them at apply.
-	terms    *index.TermList
-	termsGen uint64
 }
 
 // newOp validates a write of doc to a container without a partition key.
@@ -128,7 +121,6 @@ func (c *Container) writeDoc(ctx context.Context, kind opKind, doc []byte, opts 
 	if err != nil {
 		return Item{}, fmt.Errorf("%s in container %q: %w", kind, c.ID(), err)
 	}
-	c.writeTerms(&o)
 	items, err := c.commit(ctx, []op{o}, false)
 	if err != nil {
 		return Item{}, err
