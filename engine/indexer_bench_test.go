@@ -11,9 +11,8 @@ import (
 
 // BenchmarkIndexWriteParts times the two halves of indexing a write of
 // BenchmarkWriteBatch100's documents apart from the rest of the write:
-// /terms computes a document's terms (the writer's share, outside the
-// lock), /set files them in the index of a container of 200k items (under
-// the lock), both per item.
+// /terms computes a document's terms (outside the lock), /set files them in
+// the index of a container of 200k items (under the lock), both per item.
 func BenchmarkIndexWriteParts(b *testing.B) {
 	p := docs1K()
 	m, err := query.PathPolicy{}.Compile()
