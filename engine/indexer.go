@@ -38,13 +38,14 @@ import (
 // invisible, and their slots are dropped by every query anyway.
 
 // indexConfig is the indexing policy in force, immutable once published:
-// writers read it without a lock.
+// writers read it without a lock. Every policy change publishes a new one,
+// so a step that computed terms under one knows, by pointer, whether it
+// still holds.
 type indexConfig struct {
 	mode  IndexingMode
 	paths *query.PathMatcher // nil for IndexingNone
-	gen   uint64             // bumped by every policy change
 	// terms is false when no document path can be indexed (IndexingNone,
-	// or a policy such as ExcludedPaths ["/*"]): writes then compute and
+	// or a policy such as ExcludedPaths ["/*"]): writes then queue and
 	// set no terms at all.
 	terms bool
 	// idTerms: terms at /id are kept too, in a container with a partition
@@ -75,7 +76,7 @@ type indexState struct {
 	queued atomic.Int64
 	// A build walks the slots once, from cursor on, while building; items
 	// it could not read wait in retry for the index loop's next tick.
-	// Items written meanwhile get their terms from the write itself.
+	// Items written meanwhile are queued like any other.
 	building bool
 	cursor   uint32
 	retry    []string
@@ -108,11 +109,7 @@ const indexRetry = time.Second
 // setIndexingLocked installs the indexing policy of props and starts a rebuild
 // of every live item's terms; c.mu is held for writing.
 func (c *Container) setIndexingLocked(props ContainerProperties) {
-	var gen uint64
-	if old := c.ix.cfg.Load(); old != nil {
-		gen = old.gen + 1
-	}
-	cfg := &indexConfig{mode: props.Indexing, gen: gen, idTerms: props.PartitionKeyPath != ""}
+	cfg := &indexConfig{mode: props.Indexing, idTerms: props.PartitionKeyPath != ""}
 	if props.Indexing != IndexingNone {
 		m, err := props.pathPolicy().Compile()
 		if err != nil {
