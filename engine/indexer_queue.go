@@ -44,6 +44,11 @@ const (
 	maxQueuedPuts = 512
 )
 
+// settleTries is how many times a consistent query sets queued terms
+// outside the lock before it takes the write lock to set the rest. It is
+// a variable so that tests can send every such query down the second path.
+var settleTries = 2
+
 // queuePutLocked queues rec's terms, if the policy keeps any and the
 // index is not waiting for its first query since Open (the build that
 // query starts indexes rec with every other live item); c.mu is held for
@@ -161,7 +166,7 @@ func (c *Container) settleLocked() bool {
 // meanwhile, it sets the rest under the write lock and keeps that for the
 // query. It reports which it holds, for unlockForQuery.
 func (c *Container) lockForQuery() (exclusive bool) {
-	for range 2 {
+	for range settleTries {
 		c.mu.RLock()
 		if !c.settleLocked() {
 			return false

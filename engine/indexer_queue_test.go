@@ -158,3 +158,52 @@ func TestConsistentQueryReadsItsWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestConsistentQueryExclusivePath: a consistent query that cannot catch
+// up outside the lock sets the queued terms under the write lock and runs
+// under it: Query, COUNT, ORDER BY, Explain and a partition's Items all
+// see every write, and none waits on the lock it holds.
+func TestConsistentQueryExclusivePath(t *testing.T) {
+	defer func(n int) { settleTries = n }(settleTries)
+	settleTries = 0
+	ctx := context.Background()
+	db := openTest(t, t.TempDir(), newFakeClock(t0))
+	defer db.Close()
+	c := mustCreateContainer(t, db, ContainerProperties{ID: "q", PartitionKeyPath: "/p"})
+	db.indexHold.Lock()
+	defer db.indexHold.Unlock()
+	for i := range 20 {
+		if _, err := c.Upsert(ctx, fmt.Appendf(nil, `{"id":"i%02d","p":"k%d","n":%d}`, i, i%2, i)); err != nil {
+			t.Fatal(err)
+		}
+		if got := countQuery(t, c, `SELECT VALUE COUNT(1) FROM c WHERE c.n >= 0`); got != i+1 {
+			t.Fatalf("after %d writes, COUNT = %d", i+1, got)
+		}
+	}
+	top := runQuery(t, c, `SELECT TOP 1 c.id FROM c ORDER BY c.n DESC`)
+	if len(top) != 1 || !strings.Contains(string(top[0].Body), `"i19"`) {
+		t.Fatalf("TOP 1 by n: %v", top)
+	}
+	if _, err := c.Upsert(ctx, []byte(`{"id":"late","p":"k1","n":-1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Explain(`SELECT * FROM c WHERE c.n = -1`); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.ix.queued.Load(); n != 0 {
+		t.Fatalf("%d puts queued after Explain", n)
+	}
+	if _, err := c.Upsert(ctx, []byte(`{"id":"later","p":"k1","n":-2}`)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, err := range c.Partition(StringKey("k1")).Items(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 12 {
+		t.Fatalf("partition k1 has %d items, want 12", n)
+	}
+}
