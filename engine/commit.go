@@ -98,9 +98,7 @@ func (c *Container) commit(ctx context.Context, ops []op, batch bool) ([]Item, e
 	if req.err == nil {
 		req.renderItems()
 	}
-	if c.ix.queued.Load() > maxQueuedPuts {
-		c.catchUpTerms()
-	}
+	c.catchUpTerms()
 	return req.items, req.err
 }
 

@@ -142,9 +142,13 @@ func (c *Container) popLocked(n int) {
 	c.ix.queued.Store(int64(len(c.ix.queue)))
 }
 
-// catchUpTerms is a writer's share when the queue is past maxQueuedPuts:
-// it sets terms until the queue is back under half of that.
+// catchUpTerms is a writer's share once its commit is done: when more than
+// maxQueuedPuts wait, it sets terms until the queue is back under half of
+// that.
 func (c *Container) catchUpTerms() {
+	if c.ix.queued.Load() <= maxQueuedPuts {
+		return
+	}
 	for c.ix.queued.Load() > maxQueuedPuts/2 {
 		if _, more := c.setQueuedTerms(termStep); !more {
 			return
