@@ -17,8 +17,8 @@ import (
 // Why: tidwall/wal fsyncs every journal file it fills before it starts the
 // next, whatever its own NoSync says, and on ext4 that fsync waits for the
 // data of the other files written meanwhile (a seal's): about 5 ms, once
-// per JournalSegmentSize of entries (4 MiB by default with NoSync, one or
-// two between seals). A leader that waited for it
+// per JournalSegmentSize of entries (seldom with NoSync's default size,
+// which each seal's new file comes before). A leader that waited for it
 // held up every writer; with 64 writers that was 17% of the time. The
 // write system call, tidwall's copies and the payloads' compression leave
 // the leader's serial path too.

@@ -40,13 +40,13 @@ type Options struct {
 	NoSync bool
 
 	// JournalSegmentSize is the size of each journal file. tidwall/wal keeps
-	// the newest file and the one before it in memory, and copies the
-	// newest whole each time its buffer grows, so a small file keeps those
-	// copies in the processor's caches and costs little memory; a file
-	// filled costs an fsync of the file and of the folder. Default 1 MiB;
-	// with NoSync, SealThreshold within 1 and 4 MiB: the fsyncs of filled
-	// files are the only ones NoSync pays between seals, and every seal
-	// starts a new file.
+	// the newest file in memory and copies it whole each time its buffer
+	// grows, so a small file keeps those copies in the processor's caches;
+	// a file filled costs an fsync of the file and of the folder. Default
+	// 1 MiB; with NoSync, SealThreshold (at most 64 MiB, at least 1 MiB):
+	// every seal starts a new file, so a file seldom fills, and the fsyncs
+	// of filled files, the only ones NoSync would pay between seals, are
+	// left out.
 	JournalSegmentSize int
 
 	// SealThreshold is how many bytes of records may wait in memtables (and in
@@ -202,18 +202,15 @@ func (o *Options) withDefaults() Options {
 }
 
 // defaultJournalSegmentSize is the default JournalSegmentSize: 1 MiB, or
-// with noSync SealThreshold within 1 and 4 MiB. tidwall/wal fsyncs every
-// file it fills, whatever its NoSync says; with fsync on, each commit's
-// fsync has made the file durable already, but with NoSync that fsync
-// writes the whole file, about 5 ms on ext4 while a seal writes, on the
-// journal queue's goroutine (commit_journal.go): with 1 MiB files, batches
-// of 100 wrote about 10% fewer items a second than with larger ones.
-// Files of 4 MiB, one or two filled between two seals of the default 16
-// MiB, wrote as fast as files of a seal's worth (bench fill --medium
-// --nosync, six alternated pairs), and tidwall holds 8 MiB of them in
-// memory instead of 32.
+// with noSync the journal entries of a seal's worth of records, so that
+// each seal's new file (DB.cycleJournal) comes before the file fills.
+// tidwall/wal fsyncs every file it fills, whatever its NoSync says; with
+// fsync on, each commit's fsync has made the file durable already, but
+// with NoSync that fsync writes the whole file, about 5 ms on ext4 while a
+// seal writes: bench fill --nosync, batches of 100, about 10% more writes/s
+// than with 1 MiB files.
 func defaultJournalSegmentSize(noSync bool, sealThreshold int64) int {
-	const small, large = 1 << 20, 4 << 20
+	const small, large = 1 << 20, 64 << 20
 	if !noSync {
 		return small
 	}
